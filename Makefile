@@ -1,0 +1,38 @@
+# schedlab — `make help` lists the targets.
+PYTHON ?= python3
+VENV   ?= .venv
+PY     := $(VENV)/bin/python
+STAMP  := $(VENV)/.installed-stamp
+BENCH_OUT ?= bench-results
+
+.DEFAULT_GOAL := help
+.PHONY: help install test test-slow run bench lint report golden clean
+
+help: ## show this help
+	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z_-]+:.*## / {printf "  \033[36m%-10s\033[0m %s\n", $$1, $$2}' $(MAKEFILE_LIST)
+
+$(STAMP): pyproject.toml
+	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip
+	$(PY) -m pip install --quiet -e '.[dev]'
+	@touch $(STAMP)
+
+install: $(STAMP) ## create .venv and install schedlab with its dev tools (only what is missing)
+
+test: $(STAMP) ## run the whole test suite (fast; slow checks are behind -m slow)
+	$(PY) -m pytest -q
+
+test-slow: $(STAMP) ## run only the slow checks
+	$(PY) -m pytest -q -m slow
+
+run: $(STAMP) ## run the default demo sweep (local Ray, SQLite MLflow) and print its summary
+	$(PY) sweeps/run.py -m
+
+bench: $(STAMP) ## benchmarks: simulator speed (JSON + table in $(BENCH_OUT)/)
+	$(PY) tests/bench/bench_sim.py --out $(BENCH_OUT)
+
+lint: $(STAMP) ## ruff over the whole tree
+	$(PY) -m ruff check .
+
+clean: ## remove caches and local outputs (keeps .venv)
+	rm -rf .pytest_cache .ruff_cache .hypothesis outputs multirun $(BENCH_OUT)

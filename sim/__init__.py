@@ -1,0 +1,19 @@
+"""schedlab's discrete-event cluster-scheduling simulator (a plain library: no Hydra, Ray or MLflow)."""
+
+from sim.core import Cluster, InputError, Job, JobRecord, Start, Workload, rigid_job
+from sim.engine import SchedulingError, SimulationResult, simulate
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "Cluster",
+    "InputError",
+    "Job",
+    "JobRecord",
+    "SchedulingError",
+    "SimulationResult",
+    "Start",
+    "Workload",
+    "rigid_job",
+    "simulate",
+]

@@ -1,0 +1,148 @@
+"""Discrete-event engine.
+
+Events are completions (a heap of ``(end_time, job_id)``), arrivals (the jobs sorted by
+``(submit, id)``) and policy wake-ups. At one instant the engine applies **every completion first
+(in job-id order), then every arrival in (submit time, job id) order, then one scheduling pass**;
+time then jumps to the next event. There is no global state: the same jobs, cluster and policy give
+the same schedule in any process.
+"""
+
+from __future__ import annotations
+
+import heapq
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from sim.core import Cluster, InputError, Job, JobRecord
+from sim.policies.base import EngineView, Policy
+
+
+class SchedulingError(RuntimeError):
+    """A policy decided something impossible (a bug in the policy, not in the input)."""
+
+
+@dataclass(frozen=True, slots=True)
+class SimulationResult:
+    """The schedule (one record per job, in input order) and how it was produced."""
+
+    records: list[JobRecord]
+    cluster: Cluster
+    policy: str
+    passes: int
+
+
+def validate_jobs(jobs: Sequence[Job], cluster: Cluster, drop_oversized: bool = False) -> tuple[list[Job], int]:
+    """Check ids are unique and every job fits on some machine.
+
+    Returns the jobs to simulate and the number dropped as oversized (only with ``drop_oversized``).
+    """
+    seen: set[int] = set()
+    kept: list[Job] = []
+    dropped = 0
+    for job in jobs:
+        if job.id in seen:
+            raise InputError(f"job {job.id}: duplicate job id")
+        seen.add(job.id)
+        if len(job.demand) != len(cluster.resources):
+            raise InputError(f"job {job.id}: demand {job.demand} does not match resources {cluster.resources}")
+        if not cluster.fits_anywhere(job.demand):
+            if drop_oversized:
+                dropped += 1
+                continue
+            raise InputError(
+                f"job {job.id}: demand {dict(zip(cluster.resources, job.demand, strict=True))} exceeds every "
+                f"machine (capacity {cluster.machines[0] if len(cluster.machines) == 1 else cluster.machines}); "
+                "use drop_oversized to skip such jobs"
+            )
+        kept.append(job)
+    missing = {p for job in kept for p in job.parents} - seen
+    if missing:
+        raise InputError(f"parent task ids {sorted(missing)[:5]} are not in the workload")
+    return kept, dropped
+
+
+def simulate(jobs: Sequence[Job], cluster: Cluster, policy: Policy, kill_at_limit: bool = False) -> SimulationResult:
+    """Run ``policy`` on ``jobs`` and return the schedule.
+
+    A job occupies its resources for its ``runtime`` (``min(runtime, time_limit)`` with
+    ``kill_at_limit``). Raises :class:`SchedulingError` if the policy breaks a rule (starts a job
+    twice, before its submission or its parents' completion, or where it does not fit) and if
+    jobs remain that the policy never starts.
+    """
+    order = sorted(range(len(jobs)), key=lambda i: (jobs[i].submit, jobs[i].id))
+    index_of = {job.id: i for i, job in enumerate(jobs)}
+    view = EngineView(cluster, [list(cap) for cap in cluster.machines], {})
+    free = view.free
+    running = view.running
+    policy.attach(view)
+
+    starts: list[float] = [math.nan] * len(jobs)
+    ends: list[float] = [math.nan] * len(jobs)
+    machines: list[int] = [0] * len(jobs)
+    done: set[int] = set()
+    completions: list[tuple[float, int]] = []
+    next_arrival = 0
+    wakeup: float | None = None
+    passes = 0
+    single = len(cluster.machines) == 1 and len(cluster.resources) == 1
+
+    while next_arrival < len(order) or completions or wakeup is not None:
+        now = math.inf
+        if completions:
+            now = completions[0][0]
+        if next_arrival < len(order):
+            now = min(now, jobs[order[next_arrival]].submit)
+        if wakeup is not None:
+            now = min(now, wakeup)
+        if now == math.inf:
+            break
+        while completions and completions[0][0] == now:
+            _, job_id = heapq.heappop(completions)
+            job, _, machine = running.pop(job_id)
+            capacity = free[machine]
+            for r, amount in enumerate(job.demand):
+                capacity[r] += amount
+            done.add(job_id)
+            policy.complete(job, now)
+        while next_arrival < len(order) and jobs[order[next_arrival]].submit == now:
+            policy.submit(jobs[order[next_arrival]], now)
+            next_arrival += 1
+        passes += 1
+        for decision in policy.schedule(now):
+            job = decision.job
+            i = index_of[job.id]
+            if not math.isnan(starts[i]):
+                raise SchedulingError(f"{policy.name}: job {job.id} started twice")
+            if job.submit > now:
+                raise SchedulingError(f"{policy.name}: job {job.id} started at {now} before its submission")
+            capacity = free[decision.machine]
+            if single:
+                if job.demand[0] > capacity[0]:
+                    raise SchedulingError(
+                        f"{policy.name}: job {job.id} needs {job.demand[0]} at t={now}, {capacity[0]} free")
+                capacity[0] -= job.demand[0]
+            else:
+                if any(d > c for d, c in zip(job.demand, capacity, strict=True)):
+                    raise SchedulingError(
+                        f"{policy.name}: job {job.id} demand {job.demand} does not fit machine "
+                        f"{decision.machine} (free {capacity}) at t={now}")
+                for r, amount in enumerate(job.demand):
+                    capacity[r] -= amount
+            if job.parents and not done.issuperset(job.parents):
+                raise SchedulingError(f"{policy.name}: task {job.id} started before its parents finished")
+            duration = min(job.runtime, job.time_limit) if kill_at_limit else job.runtime
+            starts[i] = now
+            ends[i] = now + duration
+            machines[i] = decision.machine
+            running[job.id] = (job, now, decision.machine)
+            heapq.heappush(completions, (now + duration, job.id))
+        wakeup = policy.next_wakeup(now)
+        if wakeup is not None and wakeup <= now:
+            raise SchedulingError(f"{policy.name}: wake-up {wakeup} is not after now ({now})")
+
+    never = [jobs[i].id for i in range(len(jobs)) if math.isnan(starts[i])]
+    if never:
+        raise SchedulingError(f"{policy.name}: {len(never)} jobs never started (first: {never[:5]})")
+    records = [JobRecord(job, starts[i], ends[i], machines[i]) for i, job in enumerate(jobs)]
+    return SimulationResult(records, cluster, policy.name, passes)
