@@ -70,12 +70,17 @@ def simulate(jobs: Sequence[Job], cluster: Cluster, policy: Policy, kill_at_limi
     twice, before its submission or its parents' completion, or where it does not fit) and if
     jobs remain that the policy never starts.
     """
-    order = sorted(range(len(jobs)), key=lambda i: (jobs[i].submit, jobs[i].id))
+    arrivals = sorted(jobs, key=lambda job: (job.submit, job.id))
+    arrival_times = [job.submit for job in arrivals]
+    n_arrivals = len(arrivals)
     index_of = {job.id: i for i, job in enumerate(jobs)}
     view = EngineView(cluster, [list(cap) for cap in cluster.machines], {})
     free = view.free
     running = view.running
     policy.attach(view)
+    on_complete, on_submit, schedule, next_wakeup = (
+        policy.complete, policy.submit, policy.schedule, policy.next_wakeup)
+    heappush, heappop = heapq.heappush, heapq.heappop
 
     starts: list[float] = [math.nan] * len(jobs)
     ends: list[float] = [math.nan] * len(jobs)
@@ -86,43 +91,45 @@ def simulate(jobs: Sequence[Job], cluster: Cluster, policy: Policy, kill_at_limi
     wakeup: float | None = None
     passes = 0
     single = len(cluster.machines) == 1 and len(cluster.resources) == 1
+    pool = free[0]
 
-    while next_arrival < len(order) or completions or wakeup is not None:
-        now = math.inf
-        if completions:
-            now = completions[0][0]
-        if next_arrival < len(order):
-            now = min(now, jobs[order[next_arrival]].submit)
-        if wakeup is not None:
-            now = min(now, wakeup)
+    while True:
+        now = completions[0][0] if completions else math.inf
+        if next_arrival < n_arrivals and arrival_times[next_arrival] < now:
+            now = arrival_times[next_arrival]
+        if wakeup is not None and wakeup < now:
+            now = wakeup
         if now == math.inf:
             break
         while completions and completions[0][0] == now:
-            _, job_id = heapq.heappop(completions)
+            job_id = heappop(completions)[1]
             job, _, machine = running.pop(job_id)
-            capacity = free[machine]
-            for r, amount in enumerate(job.demand):
-                capacity[r] += amount
+            if single:
+                pool[0] += job.demand[0]
+            else:
+                capacity = free[machine]
+                for r, amount in enumerate(job.demand):
+                    capacity[r] += amount
             done.add(job_id)
-            policy.complete(job, now)
-        while next_arrival < len(order) and jobs[order[next_arrival]].submit == now:
-            policy.submit(jobs[order[next_arrival]], now)
+            on_complete(job, now)
+        while next_arrival < n_arrivals and arrival_times[next_arrival] == now:
+            on_submit(arrivals[next_arrival], now)
             next_arrival += 1
         passes += 1
-        for decision in policy.schedule(now):
+        for decision in schedule(now):
             job = decision.job
             i = index_of[job.id]
-            if not math.isnan(starts[i]):
+            if starts[i] == starts[i]:  # not NaN: already started
                 raise SchedulingError(f"{policy.name}: job {job.id} started twice")
             if job.submit > now:
                 raise SchedulingError(f"{policy.name}: job {job.id} started at {now} before its submission")
-            capacity = free[decision.machine]
             if single:
-                if job.demand[0] > capacity[0]:
+                if job.demand[0] > pool[0]:
                     raise SchedulingError(
-                        f"{policy.name}: job {job.id} needs {job.demand[0]} at t={now}, {capacity[0]} free")
-                capacity[0] -= job.demand[0]
+                        f"{policy.name}: job {job.id} needs {job.demand[0]} at t={now}, {pool[0]} free")
+                pool[0] -= job.demand[0]
             else:
+                capacity = free[decision.machine]
                 if any(d > c for d, c in zip(job.demand, capacity, strict=True)):
                     raise SchedulingError(
                         f"{policy.name}: job {job.id} demand {job.demand} does not fit machine "
@@ -136,8 +143,8 @@ def simulate(jobs: Sequence[Job], cluster: Cluster, policy: Policy, kill_at_limi
             ends[i] = now + duration
             machines[i] = decision.machine
             running[job.id] = (job, now, decision.machine)
-            heapq.heappush(completions, (now + duration, job.id))
-        wakeup = policy.next_wakeup(now)
+            heappush(completions, (now + duration, job.id))
+        wakeup = next_wakeup(now)
         if wakeup is not None and wakeup <= now:
             raise SchedulingError(f"{policy.name}: wake-up {wakeup} is not after now ({now})")
 

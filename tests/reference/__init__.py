@@ -1,0 +1,1 @@
+"""Deliberately literal reference implementations, used as oracles by tests and benchmarks."""
