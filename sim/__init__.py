@@ -1,7 +1,7 @@
 """schedlab's discrete-event cluster-scheduling simulator (a plain library: no Hydra, Ray or MLflow)."""
 
-from sim.core import Cluster, InputError, Job, JobRecord, Start, Workload, rigid_job
-from sim.engine import SchedulingError, SimulationResult, simulate
+from sim.core import Cluster, InputError, Job, JobRecord, SimulationResult, Start, Workload, rigid_job
+from sim.engine import SchedulingError, simulate
 
 __version__ = "0.1.0"
 

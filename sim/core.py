@@ -132,3 +132,13 @@ class Workload:
     source: str = ""
     default_nodes: int | None = None
     notes: dict[str, int] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
+class SimulationResult:
+    """The schedule (one record per job, in input order) and how it was produced."""
+
+    records: list[JobRecord]
+    cluster: Cluster
+    policy: str
+    passes: int

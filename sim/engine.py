@@ -12,24 +12,14 @@ from __future__ import annotations
 import heapq
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass
 
-from sim.core import Cluster, InputError, Job, JobRecord
+from sim.core import Cluster, InputError, Job, JobRecord, SimulationResult
+from sim.invariants import check_schedule, checks_enabled
 from sim.policies.base import EngineView, Policy
 
 
 class SchedulingError(RuntimeError):
     """A policy decided something impossible (a bug in the policy, not in the input)."""
-
-
-@dataclass(frozen=True, slots=True)
-class SimulationResult:
-    """The schedule (one record per job, in input order) and how it was produced."""
-
-    records: list[JobRecord]
-    cluster: Cluster
-    policy: str
-    passes: int
 
 
 def validate_jobs(jobs: Sequence[Job], cluster: Cluster, drop_oversized: bool = False) -> tuple[list[Job], int]:
@@ -62,14 +52,28 @@ def validate_jobs(jobs: Sequence[Job], cluster: Cluster, drop_oversized: bool = 
     return kept, dropped
 
 
-def simulate(jobs: Sequence[Job], cluster: Cluster, policy: Policy, kill_at_limit: bool = False) -> SimulationResult:
+def simulate(
+    jobs: Sequence[Job],
+    cluster: Cluster,
+    policy: Policy,
+    kill_at_limit: bool = False,
+    check: bool | None = None,
+) -> SimulationResult:
     """Run ``policy`` on ``jobs`` and return the schedule.
 
     A job occupies its resources for its ``runtime`` (``min(runtime, time_limit)`` with
     ``kill_at_limit``). Raises :class:`SchedulingError` if the policy breaks a rule (starts a job
     twice, before its submission or its parents' completion, or where it does not fit) and if
-    jobs remain that the policy never starts.
+    jobs remain that the policy never starts. ``check`` runs the independent invariant checker on
+    the result (default: on when ``SCHEDLAB_CHECK_INVARIANTS`` is set, as in the test suite).
     """
+    result = _run(jobs, cluster, policy, kill_at_limit)
+    if check if check is not None else checks_enabled():
+        check_schedule(jobs, result, getattr(policy, "queue_key", None) if policy.preserves_order else None)
+    return result
+
+
+def _run(jobs: Sequence[Job], cluster: Cluster, policy: Policy, kill_at_limit: bool) -> SimulationResult:
     arrivals = sorted(jobs, key=lambda job: (job.submit, job.id))
     arrival_times = [job.submit for job in arrivals]
     n_arrivals = len(arrivals)
@@ -153,3 +157,4 @@ def simulate(jobs: Sequence[Job], cluster: Cluster, policy: Policy, kill_at_limi
         raise SchedulingError(f"{policy.name}: {len(never)} jobs never started (first: {never[:5]})")
     records = [JobRecord(job, starts[i], ends[i], machines[i]) for i, job in enumerate(jobs)]
     return SimulationResult(records, cluster, policy.name, passes)
+

@@ -15,7 +15,7 @@ from typing import Any
 
 import numpy as np
 
-from sim.engine import SimulationResult
+from sim.core import SimulationResult
 
 BSLD_TAU = 10.0
 

@@ -69,9 +69,9 @@ class SeedBackfill:
         self.window = window
         self.order = order
         self.preserves_order = window == "none"
-        self._key = QUEUE_ORDERS[order]
+        self.queue_key = QUEUE_ORDERS[order]
         self._queue: list[Job] = []
-        self._keys: list[tuple[float, ...]] = []
+        self.queue_keys: list[tuple[float, ...]] = []
         self._widths: list[int] = []
         self._running = RunningEnds()
         self._rescan_from = 0
@@ -83,9 +83,9 @@ class SeedBackfill:
         self._view = view
 
     def submit(self, job: Job, now: float) -> None:
-        key = self._key(job)
-        position = bisect.bisect_right(self._keys, key)
-        self._keys.insert(position, key)
+        key = self.queue_key(job)
+        position = bisect.bisect_right(self.queue_keys, key)
+        self.queue_keys.insert(position, key)
         self._queue.insert(position, job)
         self._widths.insert(position, job.nodes)
         self._rescan_from = min(self._rescan_from, position)
@@ -121,11 +121,11 @@ class SeedBackfill:
             self._backfill(now, free, head, max(rescan_from, head + 1), started, positions)
         for position in reversed(positions):
             del queue[position]
-            del self._keys[position]
+            del self.queue_keys[position]
             del self._widths[position]
         if head:
             del queue[:head]
-            del self._keys[:head]
+            del self.queue_keys[:head]
             del self._widths[:head]
         self._rescan_from = len(queue)
         return [Start(job) for job in started]

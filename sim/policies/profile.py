@@ -99,10 +99,12 @@ class ProfileBackfill:
         self.depth = depth
         self.order = order
         self.preserves_order = False
-        self._key = QUEUE_ORDERS[order]
+        self.queue_key = QUEUE_ORDERS[order]
         self._queued: dict[int, Job] = {}
         self._new: list[Job] = []
         self._reserved: dict[int, float] = {}
+        #: the first start time each job was promised (its first reservation, or its start)
+        self.promised: dict[int, float] = {}
         self._planned_end: dict[int, float] = {}
         self._profile = AvailabilityProfile(0.0, 0)
         self._rebuild = True
@@ -127,7 +129,7 @@ class ProfileBackfill:
         return min((t for t in self._reserved.values() if t > now), default=None)
 
     def schedule(self, now: float) -> Sequence[Start]:
-        new = sorted(self._new, key=self._key)
+        new = sorted(self._new, key=self.queue_key)
         self._new = []
         earliest_reservation = min(self._reserved.values(), default=now + 1.0)
         if self._rebuild or earliest_reservation < now or (self.depth is not None and earliest_reservation == now):
@@ -147,9 +149,11 @@ class ProfileBackfill:
                 profile.reserve(now, now + job.time_limit, job.nodes)
                 free -= job.nodes
                 started.append(job)
+                self.promised.setdefault(job.id, now)
             elif self.depth is None or len(self._reserved) < self.depth:
                 profile.reserve(t, t + job.time_limit, job.nodes)
                 self._reserved[job.id] = t
+                self.promised.setdefault(job.id, t)
         for job in started:
             del self._queued[job.id]
             self._planned_end[job.id] = now + job.time_limit
@@ -164,9 +168,9 @@ class ProfileBackfill:
         self._profile = profile
         if self.depth is None:
             previous = self._reserved
-            waiting = sorted(self._queued.values(), key=lambda j: (previous[j.id], self._key(j)))
+            waiting = sorted(self._queued.values(), key=lambda j: (previous[j.id], self.queue_key(j)))
         else:
-            waiting = sorted([*self._queued.values(), *new], key=self._key)
+            waiting = sorted([*self._queued.values(), *new], key=self.queue_key)
             new = []
         self._reserved = {}
         return waiting + new
@@ -177,7 +181,7 @@ class ProfileBackfill:
         A due job that does not fit waits for an overrunning job; its reservation then lies in the
         past, which makes the next pass rebuild the profile.
         """
-        due = sorted((self._key(self._queued[i]), i) for i, t in self._reserved.items() if t == now)
+        due = sorted((self.queue_key(self._queued[i]), i) for i, t in self._reserved.items() if t == now)
         free = int(self._view.free[0][0])
         started = []
         for _, job_id in due:

@@ -1,0 +1,123 @@
+"""Simulator speed: every policy on KTH-SP2 (28k jobs, 100 nodes) and a 2,000-job / 400-node
+synthetic trace, against the literal transcription of the seed's pseudocode run in the same
+process (so speed is a ratio, robust to a noisy machine). Writes ``sim.json`` and ``sim.md``.
+
+    python tests/bench/bench_sim.py --out bench-results
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import platform
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import numpy as np
+
+REPO = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(REPO))
+
+from sim import Cluster, Job, simulate  # noqa: E402
+from sim.policies import POLICIES, make_policy  # noqa: E402
+from sim.workloads import read_swf, synthetic_hpc  # noqa: E402
+from tests.reference import seed_pseudocode  # noqa: E402
+
+KTH = REPO.parent / "shared" / "data" / "traces" / "KTH-SP2-1996-2.1-cln.swf"
+BACKFILLING = ["fcfs", "easy", "conservative", "easy_classic", "conservative_classic"]
+TARGETS = {("KTH-SP2", "easy"): 0.3, ("KTH-SP2", "conservative"): 1.5, ("KTH-SP2", "conservative_classic"): 3.0}
+#: the literal CONSERVATIVE is O(n²) per event: on KTH it runs on this prefix only
+LITERAL_CONSERVATIVE_PREFIX = 3000
+
+
+def best_of(repeats: int, run: Callable[[], object]) -> float:
+    best = float("inf")
+    for _ in range(repeats):
+        started = time.perf_counter()
+        run()
+        best = min(best, time.perf_counter() - started)
+    return best
+
+
+def synthetic_trace(load: float = 0.9) -> tuple[list[Job], int, float]:
+    """2,000 jobs on 400 nodes at the given offered load (rate from a 20k-job probe sample)."""
+    probe = synthetic_hpc(np.random.default_rng(12345), jobs=20_000, nodes=400, arrival_rate=1.0)
+    rate = load * 400 / float(np.mean([j.nodes * j.runtime for j in probe.jobs]))
+    started = time.perf_counter()
+    jobs = synthetic_hpc(np.random.default_rng(0), jobs=2000, nodes=400, arrival_rate=rate).jobs
+    return jobs, 400, time.perf_counter() - started
+
+
+def measure(trace: str, jobs: list[Job], nodes: int, parse_seconds: float, repeats: int) -> list[dict]:
+    rows = []
+    cluster = Cluster.nodes(nodes)
+    for policy in BACKFILLING:
+        seconds = best_of(repeats, lambda p=policy: simulate(jobs, cluster, make_policy(p), check=False))
+        row = {"trace": trace, "policy": policy, "jobs": len(jobs), "nodes": nodes,
+               "parse_seconds": round(parse_seconds, 4), "sim_seconds": round(seconds, 4),
+               "jobs_per_second": round(len(jobs) / seconds), "target_seconds": TARGETS.get((trace, policy))}
+        if policy in ("fcfs", "easy", "conservative"):
+            row.update(literal_comparison(policy, jobs, nodes))
+        rows.append(row)
+        print(f"  {trace:<10} {policy:<22} {seconds:8.3f} s", flush=True)
+    return rows
+
+
+def literal_comparison(policy: str, jobs: list[Job], nodes: int) -> dict:
+    """Time the literal pseudocode (on a prefix for CONSERVATIVE on big traces) and check equality."""
+    subset = jobs if policy != "conservative" or len(jobs) <= 2000 else jobs[:LITERAL_CONSERVATIVE_PREFIX]
+    tuples = [(j.id, j.submit, j.nodes, j.time_limit, j.runtime) for j in subset]
+    started = time.perf_counter()
+    literal = seed_pseudocode.run(policy, tuples, nodes)
+    literal_seconds = time.perf_counter() - started
+    cluster = Cluster.nodes(nodes)
+    fast = simulate(subset, cluster, make_policy(policy), check=False)
+    fast_seconds = best_of(3, lambda: simulate(subset, cluster, make_policy(policy), check=False))
+    if {r.job.id: (r.start, r.end) for r in fast.records} != literal:
+        raise SystemExit(f"{policy}: fast and literal schedules differ")
+    return {"literal_jobs": len(subset), "literal_seconds": round(literal_seconds, 3),
+            "speedup_vs_literal": round(literal_seconds / fast_seconds, 1)}
+
+
+def table(rows: list[dict]) -> str:
+    lines = ["| trace | policy | jobs | parse (or generate) s | sim s | jobs/s | target s | literal (jobs) s "
+             "| speed-up |",
+             "|---|---|---:|---:|---:|---:|---:|---:|---:|"]
+    for r in rows:
+        literal = f"{r['literal_seconds']} ({r['literal_jobs']})" if "literal_seconds" in r else "—"
+        lines.append(
+            f"| {r['trace']} | {r['policy']} | {r['jobs']} | {r['parse_seconds']} | {r['sim_seconds']} | "
+            f"{r['jobs_per_second']:,} | {r['target_seconds'] or '—'} | {literal} | "
+            f"{str(r['speedup_vs_literal']) + '×' if 'speedup_vs_literal' in r else '—'} |")
+    return "\n".join(lines)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--out", type=Path, default=Path("bench-results"))
+    parser.add_argument("--repeats", type=int, default=3)
+    args = parser.parse_args()
+    assert set(BACKFILLING) <= set(POLICIES)
+    rows = []
+    if KTH.exists():
+        started = time.perf_counter()
+        kth = read_swf(KTH)
+        rows += measure("KTH-SP2", kth.jobs, kth.default_nodes or 100, time.perf_counter() - started, args.repeats)
+    else:
+        print(f"skipping KTH: {KTH} not found (get it from the Parallel Workloads Archive)")
+    jobs, nodes, generate_seconds = synthetic_trace()
+    rows += measure("synthetic", jobs, nodes, generate_seconds, args.repeats)
+    args.out.mkdir(parents=True, exist_ok=True)
+    meta = {"python": platform.python_version(), "machine": platform.machine(), "processor": platform.processor()}
+    (args.out / "sim.json").write_text(json.dumps({"meta": meta, "results": rows}, indent=2))
+    (args.out / "sim.md").write_text(table(rows) + "\n")
+    print(table(rows))
+    missed = [r for r in rows if r["target_seconds"] and r["sim_seconds"] > r["target_seconds"]]
+    for r in missed:
+        print(f"MISSED TARGET: {r['trace']} {r['policy']} {r['sim_seconds']} s > {r['target_seconds']} s")
+
+
+if __name__ == "__main__":
+    main()
