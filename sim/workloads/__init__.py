@@ -1,0 +1,60 @@
+"""Workloads: trace readers (SWF, DR_EVT CSV, jobs CSV) and the synthetic HPC generator.
+
+Every reader returns a :class:`~sim.core.Workload` whose ``notes`` count the values it repaired
+or the records it skipped, and raises :class:`~sim.core.InputError` naming file, line and field
+for bad input. Real traces come from the Parallel Workloads Archive
+(https://www.cs.huji.ac.il/labs/parallel/workload/); :func:`synthetic_hpc` needs no download.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from sim.core import InputError, Workload
+from sim.workloads.csv_traces import parse_drevt_csv, parse_jobs_csv, read_drevt_csv, read_jobs_csv, write_jobs_csv
+from sim.workloads.errors import read_text
+from sim.workloads.swf import parse_swf, read_swf
+from sim.workloads.synthetic import offered_load, synthetic_hpc
+
+FORMATS = ("swf", "drevt_csv", "jobs_csv")
+_PARSERS = {"swf": parse_swf, "drevt_csv": parse_drevt_csv, "jobs_csv": parse_jobs_csv}
+
+__all__ = [
+    "FORMATS",
+    "load_trace",
+    "offered_load",
+    "read_drevt_csv",
+    "read_jobs_csv",
+    "read_swf",
+    "synthetic_hpc",
+    "write_jobs_csv",
+]
+
+
+def load_trace(path: str | Path, fmt: str | None = None) -> Workload:
+    """Read a trace, in format ``fmt`` (one of :data:`FORMATS`) or sniffed from its name and header.
+
+    ``.swf`` / ``.swf.gz`` is SWF; a ``.csv`` (or ``.csv.gz``) whose header has ``job_submit_time``
+    is DR_EVT's CSV, one with ``job_id`` the jobs CSV.
+    """
+    if fmt is not None and fmt not in _PARSERS:
+        raise InputError(f"unknown trace format {fmt!r}: expected one of {', '.join(FORMATS)}")
+    text = read_text(path)
+    return _PARSERS[fmt or _sniff(Path(path), text)](text, str(path))
+
+
+def _sniff(path: Path, text: str) -> str:
+    """The format of ``path`` from its suffix and, for CSV, its header line."""
+    name = path.name.lower()
+    if name.endswith((".swf", ".swf.gz")):
+        return "swf"
+    if name.endswith((".csv", ".csv.gz")):
+        header = {cell.strip().strip('"') for cell in text.lstrip().partition("\n")[0].split(",")}
+        if "job_submit_time" in header:
+            return "drevt_csv"
+        if "job_id" in header:
+            return "jobs_csv"
+        raise InputError(f"{path}: cannot tell the CSV format: expected a header with job_submit_time "
+                         f"(DR_EVT) or job_id (jobs CSV); pass fmt= one of {', '.join(FORMATS)}")
+    raise InputError(f"{path}: cannot tell the trace format from the name: expected .swf, .swf.gz or .csv; "
+                     f"pass fmt= one of {', '.join(FORMATS)}")
