@@ -1,0 +1,151 @@
+"""From a :class:`RunSet` to the numbers (:func:`analyse`), the terminal text and the table files.
+
+:func:`write_tables` writes ``tables/ci.{csv,tex,md}`` (CSV: tidy, one row per cell and metric
+with mean, sd, n, half-width and CI bounds) and ``tables/paired.{csv,tex,md}``.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pandas as pd
+
+from analysis import AnalysisError
+from analysis.formatting import caption, tidy_csv, to_latex, to_markdown, wide_cells
+from analysis.runs import SEED_KEY, RunSet
+from analysis.stats import aggregate, column_labels, level_text, paired_differences
+
+DEFAULT_METRICS = ("wait/mean", "bsld/mean", "util")
+PAIRED_NOTE = "mean paired difference (column − baseline) over shared seeds ± 95% CI (t); * = CI excludes 0"
+
+
+@dataclass
+class Analysis:
+    """Everything the tables and figures need, computed once from the runs."""
+
+    runs: RunSet
+    rows: list[str]
+    cols: list[str]
+    metrics: list[str]
+    seed_key: str
+    varying: list[str]
+    design: pd.DataFrame
+    summary: pd.DataFrame
+    levels: list[str]
+    baseline: str | None
+    paired: pd.DataFrame | None
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def col_name(self) -> str:
+        """The column factor(s) as one name (``policy.name``, ``a-b``)."""
+        return "-".join(self.cols)
+
+    def ci_cells(self) -> pd.DataFrame:
+        return wide_cells(self.summary, self.rows, self.metrics, self.levels)
+
+    def paired_cells(self) -> pd.DataFrame | None:
+        if self.paired is None:
+            return None
+        others = [level for level in self.levels if level != self.baseline]
+        cells = wide_cells(self.paired, self.rows, self.metrics, others, star=True)
+        return cells.rename(columns=lambda level: f"{level} − {self.baseline}", level=1)
+
+
+def analyse(
+    runs: RunSet,
+    rows: Sequence[str] | None = None,
+    cols: Sequence[str] = ("policy",),
+    metrics: Sequence[str] = DEFAULT_METRICS,
+    baseline: str | None = None,
+    seed_key: str = SEED_KEY,
+) -> Analysis:
+    """Resolve factor and metric names, aggregate, and compare with ``baseline`` (default: first level).
+
+    ``rows`` defaults to every config key that varies (see :func:`analysis.runs.varying_keys`).
+    """
+    col_keys = [runs.resolve_factor(c, seed_key) for c in cols]
+    varying = runs.varying(seed_key, col_keys)
+    row_keys = list(varying) if rows is None else [runs.resolve_factor(r, seed_key) for r in rows]
+    row_keys = [r for r in dict.fromkeys(row_keys) if r not in col_keys]
+    metric_names = [runs.resolve_metric(m) for m in metrics]
+    if not metric_names:
+        raise AnalysisError("no metrics requested")
+    design = runs.design(list(dict.fromkeys([*row_keys, *varying, *col_keys])), metric_names, seed_key)
+    summary = aggregate(design, row_keys, col_keys, metric_names)
+    levels = sorted(column_labels(design, col_keys).unique())
+    notes = []
+    pooled = [k for k in varying if k not in row_keys]
+    if pooled:
+        notes.append(f"cells pool runs over the varying key(s) not used as rows: {', '.join(pooled)}")
+    if baseline is not None and baseline not in levels:
+        raise AnalysisError(f"unknown baseline {baseline!r}; {'-'.join(col_keys)} levels: {', '.join(levels)}")
+    chosen = baseline if baseline is not None else levels[0]
+    levels = [chosen, *(level for level in levels if level != chosen)]
+    paired = None
+    if len(levels) > 1:
+        try:
+            paired = paired_differences(design, row_keys, col_keys, metric_names, chosen, varying, seed_key)
+        except AnalysisError as exc:
+            notes.append(f"no paired comparison: {exc}")
+    return Analysis(runs, row_keys, col_keys, metric_names, seed_key, varying, design, summary, levels,
+                    chosen if paired is not None else None, paired, notes)
+
+
+def header(a: Analysis) -> str:
+    """Two lines: what was read and how the table is laid out."""
+    runs = a.runs
+    dropped = "; ".join(f"{n} {why}" for why, n in runs.dropped.items())
+    return (
+        f"Experiment {runs.experiment!r} ({runs.tracking_uri}): {len(runs.params)} finished runs, "
+        f"{len(runs.failed)} failed" + (f" (left out: {dropped})" if dropped else "") + "\n"
+        f"rows: {', '.join(a.rows) or '(none)'} | columns: {a.col_name} | varying: "
+        f"{', '.join(a.varying) or '(none)'} | replication key: {a.seed_key}"
+    )
+
+
+def terminal_text(a: Analysis) -> str:
+    """What ``--table-only`` prints: the CI table, the paired comparison, failures and notes."""
+    parts = [header(a), "", to_markdown(a.ci_cells(), a.rows), caption(a.summary)]
+    paired = a.paired_cells()
+    if paired is not None:
+        parts += ["", f"Paired differences vs {a.baseline} (same seed, same jobs):",
+                  to_markdown(paired, a.rows), caption(a.paired, PAIRED_NOTE, "pairs")]
+    if len(a.runs.failed):
+        parts += ["", f"FAILED runs ({len(a.runs.failed)}):", *(f"  {line}" for line in failed_lines(a))]
+    parts += [f"note: {n}" for n in a.notes]
+    return "\n".join(parts)
+
+
+def failed_lines(a: Analysis) -> list[str]:
+    """``run_id  key=value …  error`` for each failed run (varying keys, columns and seed only)."""
+    failed = a.runs.failed
+    keys = [k for k in [*a.cols, *a.varying, a.seed_key] if k in failed]
+    lines = []
+    for run_id, row in failed.iterrows():
+        config = " ".join(f"{k}={level_text(row[k])}" for k in keys)
+        error = row.get("error")
+        error = ("no schedlab.error tag" if pd.isna(error) else str(error)).strip().splitlines()
+        lines.append(f"{run_id[:12]}  {config}  {error[-1] if error else ''}")
+    return lines
+
+
+def write_tables(a: Analysis, out: Path) -> dict[str, Path]:
+    """CI and paired tables as CSV, LaTeX and Markdown under ``out/tables``."""
+    folder = out / "tables"
+    folder.mkdir(parents=True, exist_ok=True)
+    written = {}
+    slug = re.sub(r"[^A-Za-z0-9]+", "-", a.runs.experiment).strip("-").lower()
+    tables = [("ci", a.summary, a.ci_cells(), caption(a.summary))]
+    if a.paired is not None:
+        tables.append(("paired", a.paired, a.paired_cells(), f"{PAIRED_NOTE} (baseline {a.baseline})"))
+    for name, summary, cells, text in tables:
+        (folder / f"{name}.csv").write_text(tidy_csv(summary, a.cols))
+        (folder / f"{name}.tex").write_text(to_latex(cells, a.rows, text, f"tab:{slug}-{name}"))
+        (folder / f"{name}.md").write_text(to_markdown(cells, a.rows) + "\n")
+        written[name] = folder / f"{name}.md"
+    return written
+
