@@ -27,9 +27,15 @@ test-slow: $(STAMP) ## run only the slow checks
 
 run: $(STAMP) ## run the default demo sweep (local Ray, SQLite MLflow) and print its summary
 	$(PY) sweeps/run.py -m
+	$(PY) analysis/report.py --table-only
+
+REPORT_ARGS ?=
+report: $(STAMP) ## tables (mean ± 95% CI), paired diffs, figures from MLflow in reports/<experiment>/ (REPORT_ARGS=…)
+	$(PY) analysis/report.py $(REPORT_ARGS)
 
 bench: $(STAMP) ## benchmarks: simulator speed (JSON + table in $(BENCH_OUT)/)
 	$(PY) tests/bench/bench_sim.py --out $(BENCH_OUT)
+	$(PY) tests/bench/bench_sweep.py --out $(BENCH_OUT)
 
 lint: $(STAMP) ## ruff over the whole tree
 	$(PY) -m ruff check .

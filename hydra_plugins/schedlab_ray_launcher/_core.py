@@ -1,0 +1,230 @@
+"""The launcher's work: compose on the driver, run on Ray, gather with ``ray.wait``."""
+
+import json
+import logging
+import os
+import socket
+import time
+import traceback
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import ray
+from hydra.core.hydra_config import HydraConfig
+from hydra.core.singleton import Singleton
+from hydra.core.utils import JobReturn, JobStatus, configure_log, filter_overrides, run_job, setup_globals
+from hydra.types import HydraContext, TaskFunction
+from omegaconf import DictConfig, ListConfig, OmegaConf, open_dict, read_write
+
+from hydra_plugins.schedlab_ray_launcher._progress import Progress, print_summary
+from hydra_plugins.schedlab_ray_launcher.hooks import (
+    NullHook,
+    PlannedRun,
+    RunFailedError,
+    RunReport,
+    SweepAbortedError,
+    SweepHook,
+    SweepStats,
+)
+
+log = logging.getLogger(__name__)
+
+
+def launch(launcher: Any, job_overrides: Sequence[Sequence[str]], initial_job_idx: int) -> list[JobReturn]:
+    """Run one batch of jobs; return their JobReturns in job order (failed ones as FAILED)."""
+    setup_globals()
+    config, hydra_context = launcher.config, launcher.hydra_context
+    options = launcher.options
+    configure_log(config.hydra.hydra_logging, config.hydra.verbose)
+    sweep_dir = Path(str(config.hydra.sweep.dir)).absolute()
+    sweep_dir.mkdir(parents=True, exist_ok=True)
+
+    tic = time.perf_counter()
+    runs = [_compose(hydra_context, config, list(ov), initial_job_idx + i, sweep_dir)
+            for i, ov in enumerate(job_overrides)]
+    timings = {"compose": time.perf_counter() - tic}
+    hook: SweepHook = options.get("hook") or NullHook()
+    skips = list(hook.prepare(config, runs))
+    timings["prepare"] = time.perf_counter() - tic - timings["compose"]
+    if len(skips) != len(runs):
+        raise SweepAbortedError(f"{type(hook).__name__}.prepare returned {len(skips)} decisions for {len(runs)} runs")
+
+    stats = SweepStats(total=len(runs), skipped=sum(s is not None for s in skips))
+    returns: dict[int, JobReturn] = {
+        r.index: _skipped_return(r, reason) for r, reason in zip(runs, skips, strict=True) if reason is not None}
+    todo = [r for r, reason in zip(runs, skips, strict=True) if reason is None]
+    tic = time.perf_counter()
+    try:
+        if todo:
+            _run_on_ray(options, launcher.task_function, hydra_context, todo, stats, returns, hook, timings)
+    except KeyboardInterrupt:
+        stats.interrupted = True
+    finally:
+        stats.seconds = time.perf_counter() - tic
+        _write_stats(sweep_dir / f"sweep-{initial_job_idx}.json", stats, timings)
+        print_summary(stats)
+        hook.finish(stats)
+    if stats.interrupted:
+        raise SystemExit(130)
+    if stats.failed:
+        first = stats.failures[0]
+        error = RunFailedError(f"{stats.failed} of {stats.total} runs failed (first: #{first.run.index}, "
+                               f"{first.error}); the others completed")
+        for ret in returns.values():
+            if ret.status == JobStatus.FAILED:
+                ret.return_value = error
+    return [returns[r.index] for r in runs]
+
+
+def _write_stats(path: Path, stats: SweepStats, timings: dict[str, float]) -> None:
+    """Counts and phase timings (seconds) of the batch, for benchmarks and post-mortems."""
+    counts = {k: getattr(stats, k) for k in ("total", "done", "failed", "skipped", "not_run", "interrupted")}
+    path.write_text(json.dumps({**counts, "seconds": stats.seconds, "timings": timings}, indent=1))
+
+
+def _compose(hydra_context: HydraContext, config: DictConfig, overrides: list[str], idx: int,
+             sweep_dir: Path) -> PlannedRun:
+    """Compose and resolve one run on the driver, so interpolations see the driver's paths."""
+    cfg = hydra_context.config_loader.load_sweep_config(config, overrides)
+    with open_dict(cfg):
+        cfg.hydra.job.id = idx
+        cfg.hydra.job.num = idx
+        cfg.hydra.sweep.dir = str(sweep_dir)
+    HydraConfig.instance().set_config(cfg)
+    with read_write(cfg), open_dict(cfg):
+        for key in [k for k in cfg if k != "hydra"]:
+            node = cfg._get_node(key)
+            if isinstance(node, DictConfig | ListConfig):
+                OmegaConf.resolve(node)
+            else:
+                cfg[key] = cfg[key]
+    return PlannedRun(index=idx, overrides=list(filter_overrides(overrides)), config=cfg)
+
+
+def _skipped_return(run: PlannedRun, reason: str) -> JobReturn:
+    ret = JobReturn(overrides=run.overrides, cfg=run.config, status=JobStatus.COMPLETED)
+    ret.return_value = None
+    ret.task_name = reason
+    return ret
+
+
+def _connect(options: dict[str, Any]) -> bool:
+    """Start or join Ray; True when we started it (and must shut it down)."""
+    if ray.is_initialized():
+        return False
+    address = str(options.get("address") or "local")
+    extra = dict(options.get("init") or {})
+    extra.setdefault("log_to_driver", True)
+    extra.setdefault("logging_level", logging.WARNING)
+    if address == "local":
+        local = dict(options.get("local") or {})
+        num_cpus = local.pop("num_cpus", None) or os.cpu_count()
+        ray.init(address="local", num_cpus=num_cpus, **{k: v for k, v in local.items() if v is not None}, **extra)
+    else:
+        ray.init(address=address, **extra)
+    return True
+
+
+def _run_on_ray(options: dict[str, Any], task_function: TaskFunction, hydra_context: HydraContext,
+                todo: list[PlannedRun], stats: SweepStats, returns: dict[int, JobReturn], hook: SweepHook,
+                timings: dict[str, float]) -> None:
+    tic = time.perf_counter()
+    started = _connect(options)
+    timings["ray_start"] = time.perf_counter() - tic
+    num_cpus = float(options.get("num_cpus", 1.0))
+    slots = max(1, int(ray.cluster_resources().get("CPU", 1) // num_cpus))
+    limit = int(options.get("max_in_flight") or 2 * slots)
+    remote = ray.remote(_execute).options(num_cpus=num_cpus, max_retries=int(options.get("max_retries", 3)),
+                                          retry_exceptions=False)
+    shared = [ray.put((task_function, hydra_context.callbacks, Singleton.get_state()))]  # a list: not resolved
+    log.info(f"Launching {len(todo)} jobs on Ray ({slots} slots)")
+    pending = list(reversed(todo))
+    in_flight: dict[ray.ObjectRef, PlannedRun] = {}
+    progress = Progress(len(todo), stats, enabled=bool(options.get("progress", True)))
+    tic = time.perf_counter()
+    slot_seconds = 0.0
+    try:
+        while pending or in_flight:
+            while pending and len(in_flight) < limit:
+                run = pending.pop()
+                in_flight[remote.remote(shared, run.config, run.overrides)] = run
+            progress.update(running=min(len(in_flight), slots))
+            ready, _ = ray.wait(list(in_flight), num_returns=1)
+            for ref in ready:
+                run = in_flight.pop(ref)
+                report, ret = _collect(ref, run)
+                returns[run.index] = ret
+                slot_seconds += report.seconds
+                if report.status == "FINISHED":
+                    stats.done += 1
+                else:
+                    stats.failed += 1
+                    stats.failures.append(report)
+                hook.on_result(report)
+                progress.advance()
+    finally:
+        timings.update(runs=time.perf_counter() - tic, slots=slots, task_seconds=slot_seconds)
+        for ref in in_flight:
+            ray.cancel(ref, force=True)
+        progress.close()
+        if started:
+            tic = time.perf_counter()
+            ray.shutdown()
+            timings["ray_stop"] = time.perf_counter() - tic
+
+
+def _collect(ref: ray.ObjectRef, run: PlannedRun) -> tuple[RunReport, JobReturn]:
+    """Turn a finished Ray task (or its death after all retries) into a report and a JobReturn."""
+    try:
+        report, ret = ray.get(ref)
+    except Exception as e:  # the worker died max_retries + 1 times, or the result could not be unpickled
+        now = time.time()
+        report = RunReport(run=run, status="FAILED", error=_one_line(e), traceback=str(e), start_time=now,
+                           end_time=now)
+        ret = JobReturn(overrides=run.overrides, status=JobStatus.FAILED)
+        ret.return_value = e
+    report.run = run
+    ret.cfg = run.config
+    if report.status == "FAILED":
+        ret.status = JobStatus.FAILED
+    return report, ret
+
+
+_SHARED: dict[str, tuple] = {}
+
+
+def _execute(shared: list[ray.ObjectRef], cfg: DictConfig, overrides: list[str]) -> tuple[RunReport, JobReturn]:
+    """Ray task: run one composed job through Hydra's ``run_job`` in this worker.
+
+    The task function and Hydra's global state are fetched once per worker process, not per run.
+    """
+    key = shared[0].hex()
+    if key not in _SHARED:
+        _SHARED.clear()
+        _SHARED[key] = ray.get(shared[0])
+    task_function, callbacks, singleton_state = _SHARED[key]
+    setup_globals()
+    Singleton.set_state(singleton_state)
+    ctx = ray.get_runtime_context()
+    start, tic = time.time(), time.perf_counter()
+    ret = run_job(hydra_context=HydraContext(config_loader=None, callbacks=callbacks), task_function=task_function,
+                  config=cfg, job_dir_key="hydra.sweep.dir", job_subdir_key="hydra.sweep.subdir")
+    seconds = time.perf_counter() - tic
+    report = RunReport(run=None, status="FINISHED", seconds=seconds, start_time=start, end_time=time.time(),
+                       node_id=ctx.get_node_id(), node_ip=ray.util.get_node_ip_address() or socket.gethostname())
+    ret.hydra_cfg = ret.cfg = None  # the driver has them; keep the transfer small
+    if ret.status == JobStatus.COMPLETED:
+        report.value = ret.return_value
+    else:
+        exc = ret._return_value
+        report.status = "FAILED"
+        report.error = _one_line(exc)
+        report.traceback = "".join(traceback.format_exception(exc))
+        ret.return_value = RuntimeError(report.error)  # tracebacks do not cross processes
+    return report, ret
+
+
+def _one_line(exc: BaseException) -> str:
+    text = f"{type(exc).__name__}: {exc}".strip()
+    return text.splitlines()[0][:500] if text else type(exc).__name__

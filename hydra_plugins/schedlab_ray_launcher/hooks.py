@@ -1,0 +1,99 @@
+"""The driver-side hook protocol of the Ray launcher.
+
+Workers only run the task function. Everything that must happen once, in one process — validating
+the whole sweep before any Ray process starts, skipping runs already done, writing results to a
+tracking store — is a :class:`SweepHook` that the launcher calls on the driver.
+"""
+
+import dataclasses
+from collections.abc import Sequence
+from typing import Any, Protocol, runtime_checkable
+
+from hydra.errors import CompactHydraException
+from omegaconf import DictConfig
+
+
+class SweepAbortedError(CompactHydraException):
+    """The sweep cannot start (an invalid run config); Hydra prints only the message."""
+
+
+class RunFailedError(CompactHydraException):
+    """Raised by Hydra for a failed run after the sweep summary has been printed."""
+
+
+@dataclasses.dataclass
+class PlannedRun:
+    """One run of the sweep, composed on the driver (``config`` includes the ``hydra`` node)."""
+
+    index: int
+    overrides: list[str]
+    config: DictConfig
+
+    @property
+    def label(self) -> str:
+        """The run's own overrides, e.g. ``policy=easy seed=3``."""
+        return " ".join(self.overrides) or "(defaults)"
+
+
+@dataclasses.dataclass
+class RunReport:
+    """What the driver learns when a run ends (``value`` is the task function's return value)."""
+
+    run: PlannedRun
+    status: str  # "FINISHED" or "FAILED"
+    value: Any = None
+    error: str | None = None
+    traceback: str | None = None
+    node_id: str = ""
+    node_ip: str = ""
+    seconds: float = 0.0
+    start_time: float = 0.0  # epoch seconds
+    end_time: float = 0.0
+
+
+@dataclasses.dataclass
+class SweepStats:
+    """End-of-sweep counts (``interrupted`` when the driver was stopped with Ctrl-C)."""
+
+    total: int
+    done: int = 0
+    failed: int = 0
+    skipped: int = 0
+    seconds: float = 0.0
+    interrupted: bool = False
+    failures: list[RunReport] = dataclasses.field(default_factory=list)
+
+    @property
+    def not_run(self) -> int:
+        return self.total - self.done - self.failed - self.skipped
+
+
+@runtime_checkable
+class SweepHook(Protocol):
+    """Driver-side callbacks of a sweep, in call order."""
+
+    def prepare(self, config: DictConfig, runs: Sequence[PlannedRun]) -> Sequence[str | None]:
+        """Validate every run (raise :class:`SweepAbortedError` to stop before Ray starts) and
+        return, per run, ``None`` to run it or a reason to skip it."""
+        ...
+
+    def on_result(self, report: RunReport) -> None:
+        """A run ended (called as runs finish, in completion order)."""
+        ...
+
+    def finish(self, stats: SweepStats) -> None:
+        """The sweep ended (also after an interruption)."""
+        ...
+
+
+class NullHook:
+    """Runs everything and records nothing."""
+
+    def prepare(self, config: DictConfig, runs: Sequence[PlannedRun]) -> Sequence[str | None]:
+        return [None] * len(runs)
+
+    def on_result(self, report: RunReport) -> None:
+        return None
+
+    def finish(self, stats: SweepStats) -> None:
+        return None

@@ -1,0 +1,138 @@
+"""What a config group's ``_target_`` builds: small validated specs for clusters and workloads.
+
+Constructing a spec only checks its values (cheap: the driver does it for every run before Ray
+starts); :meth:`build` does the real work in the worker. Every workload is drawn from the
+``numpy.random.Generator`` it is handed, which is seeded from the replication seed alone, so every
+policy sees the same jobs for a seed (common random numbers).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from sim.core import Cluster, InputError, Workload
+from sim.workloads import FORMATS, load_trace, synthetic_hpc
+from sim.workloads.multires import multires_cluster, multires_workload
+
+TRACE_SOURCES = (
+    "no trace ships with schedlab: download SWF logs from the Parallel Workloads Archive "
+    "(https://www.cs.huji.ac.il/labs/parallel/workload/logs.html) and DR_EVT CSV traces from LLNL's "
+    "DR_EVT project (https://github.com/LLNL/DR_EVT), then pass workload.path=/path/to/file"
+)
+
+
+@dataclass(frozen=True)
+class NodeCluster:
+    """A homogeneous machine of ``nodes`` nodes; ``None`` takes the size from the trace header."""
+
+    nodes: int | None = 128
+
+    def __post_init__(self) -> None:
+        if self.nodes is not None and (not isinstance(self.nodes, int) or self.nodes <= 0):
+            raise InputError(f"cluster.nodes must be a positive integer (or null for the trace's size), "
+                             f"got {self.nodes!r}")
+
+    @property
+    def fixed(self) -> bool:
+        """Whether the machine is known before the workload is read."""
+        return self.nodes is not None
+
+    def build(self, workload_nodes: int | None = None) -> Cluster:
+        nodes = self.nodes or workload_nodes
+        if not nodes:
+            raise InputError("cluster.nodes is null and the workload does not give a machine size; "
+                             "set cluster.nodes=N")
+        return Cluster.nodes(nodes)
+
+
+@dataclass(frozen=True)
+class ResourceCluster:
+    """``machines`` identical machines with named capacities, e.g. ``{cpu: 9, mem: 18}`` (DRF-style)."""
+
+    resources: dict[str, float] = field(default_factory=dict)
+    machines: int = 1
+
+    def __post_init__(self) -> None:
+        if not self.resources or any(not v or v <= 0 for v in self.resources.values()) or self.machines <= 0:
+            raise InputError(f"cluster: need positive resource capacities and machines, got "
+                             f"resources={self.resources!r} machines={self.machines!r}")
+
+    fixed = True
+
+    def build(self, workload_nodes: int | None = None) -> Cluster:
+        return multires_cluster({k: float(v) for k, v in self.resources.items()}, self.machines)
+
+
+@dataclass(frozen=True)
+class SyntheticHpc:
+    """Poisson arrivals at ``arrival_rate`` jobs/s; widths and run times from a simplified
+    Lublin–Feitelson model; time limit = run time × U(1, ``estimate_factor_max``)
+    (see :mod:`sim.workloads.synthetic`)."""
+
+    jobs: int = 1000
+    arrival_rate: float = 0.01
+    estimate_factor_max: float = 5.0
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.jobs, int) or self.jobs <= 0:
+            raise InputError(f"workload.jobs must be a positive integer, got {self.jobs!r}")
+        if not _positive(self.arrival_rate):
+            raise InputError(f"workload.arrival_rate must be a positive number of jobs per second, "
+                             f"got {self.arrival_rate!r}")
+        if not _positive(self.estimate_factor_max) or self.estimate_factor_max < 1:
+            raise InputError(f"workload.estimate_factor_max must be ≥ 1, got {self.estimate_factor_max!r}")
+
+    def build(self, rng: np.random.Generator, cluster: Cluster | None) -> Workload:
+        if cluster is None or len(cluster.resources) != 1:
+            raise InputError("synthetic_hpc needs a node-count machine: pick a cluster with nodes set")
+        return synthetic_hpc(rng, jobs=self.jobs, nodes=cluster.node_count, arrival_rate=float(self.arrival_rate),
+                             estimate_factor_max=float(self.estimate_factor_max))
+
+
+@dataclass(frozen=True)
+class TraceFile:
+    """A trace file in one of :data:`sim.workloads.FORMATS`; a relative ``path`` is read from
+    ``base_dir`` (the directory the sweep was launched from)."""
+
+    path: str
+    format: str | None = None
+    base_dir: str = "."
+
+    def __post_init__(self) -> None:
+        if self.format is not None and self.format not in FORMATS:
+            raise InputError(f"workload.format must be one of {', '.join(FORMATS)}, got {self.format!r}")
+        if not self.path or self.path == "???":
+            raise InputError(f"workload.path is required for a trace workload; {TRACE_SOURCES}")
+        if not self.file.is_file():
+            raise InputError(f"trace file not found: {self.file}; {TRACE_SOURCES}")
+
+    @property
+    def file(self) -> Path:
+        return Path(self.base_dir).expanduser() / Path(self.path).expanduser()
+
+    def build(self, rng: np.random.Generator, cluster: Cluster | None) -> Workload:
+        return load_trace(self.file, self.format)
+
+
+@dataclass(frozen=True)
+class MultiResTasks:
+    """Synthetic multi-resource tasks per user (DRF-style; see :mod:`sim.workloads.multires`):
+    ``users`` maps a user to ``{demand, tasks, rate, duration, weight, …}``; demands are over the
+    cluster's resources (pair with a :class:`ResourceCluster`)."""
+
+    users: dict[str, dict] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if not self.users:
+            raise InputError("workload.users must name at least one user with its task spec")
+
+    def build(self, rng: np.random.Generator, cluster: Cluster | None) -> Workload:
+        return multires_workload(rng, users=self.users, cluster=cluster)
+
+
+def _positive(value: object) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value) and value > 0

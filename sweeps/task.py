@@ -1,0 +1,100 @@
+"""One run: a resolved config (a plain dict) in, summary metrics and the per-job table out.
+
+The launcher and the tracker are generic; this module is the only place that knows how a config
+becomes a simulation. Group nodes carry a ``_target_`` (Hydra ``instantiate``), so the simulator
+never sees a ``DictConfig``.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+from hydra.errors import InstantiationException
+from hydra.utils import instantiate
+
+from sim.core import InputError
+from sim.engine import simulate, validate_jobs
+from sim.metrics import job_table, summarize
+from sweeps.specs import TRACE_SOURCES
+
+#: Top-level keys a run config may have (a misspelled key in an experiment file is an error).
+TOP_LEVEL_KEYS = frozenset(
+    {"seed", "experiment_name", "cluster", "workload", "policy", "engine", "tracking", "sweep", "replications"})
+
+
+@dataclass
+class RunOutcome:
+    """What a worker sends back: the summary metrics, the job table and what reading taught us."""
+
+    summary: dict[str, float]
+    jobs: dict[str, list[Any]]
+    notes: dict[str, int] = field(default_factory=dict)
+    seconds: float = 0.0
+
+
+@dataclass(frozen=True)
+class RunParts:
+    """The validated, not yet built, pieces of one run."""
+
+    seed: int
+    cluster: Any
+    workload: Any
+    policy_config: dict[str, Any]
+    kill_at_limit: bool
+    drop_oversized: bool
+
+
+def prepare(cfg: dict[str, Any]) -> RunParts:
+    """Check a run config without simulating (cheap; raises :class:`InputError` with a clear message)."""
+    unknown = sorted(set(cfg) - TOP_LEVEL_KEYS)
+    if unknown:
+        raise InputError(f"unknown top-level config key(s) {unknown}; expected {sorted(TOP_LEVEL_KEYS)}")
+    seed = cfg.get("seed")
+    if not isinstance(seed, int) or isinstance(seed, bool) or seed < 0:
+        raise InputError(f"seed must be a non-negative integer, got {seed!r}")
+    engine = dict(cfg.get("engine") or {})
+    extra = sorted(set(engine) - {"kill_at_limit", "drop_oversized"})
+    if extra:
+        raise InputError(f"unknown engine option(s) {extra}; expected kill_at_limit, drop_oversized")
+    parts = RunParts(seed=seed, cluster=_instantiate("cluster", cfg), workload=_instantiate("workload", cfg),
+                     policy_config=dict(cfg["policy"]), kill_at_limit=bool(engine.get("kill_at_limit", False)),
+                     drop_oversized=bool(engine.get("drop_oversized", False)))
+    _instantiate("policy", cfg)  # unknown policy names and options fail here, on the driver
+    return parts
+
+
+def run_one(cfg: dict[str, Any]) -> RunOutcome:
+    """Simulate one run; the workload depends only on ``seed`` and the workload config."""
+    parts = prepare(cfg)
+    tic = time.perf_counter()
+    cluster = parts.cluster.build() if parts.cluster.fixed else None
+    workload = parts.workload.build(np.random.default_rng(parts.seed), cluster)
+    cluster = cluster or parts.cluster.build(workload.default_nodes)
+    jobs, dropped = validate_jobs(workload.jobs, cluster, drop_oversized=parts.drop_oversized)
+    policy = _instantiate("policy", cfg)
+    result = simulate(jobs, cluster, policy, kill_at_limit=parts.kill_at_limit)
+    summary = summarize(result)
+    seconds = time.perf_counter() - tic
+    notes = dict(workload.notes, **({"dropped_oversized": dropped} if dropped else {}))
+    return RunOutcome(summary=summary, jobs=job_table(result), notes=notes, seconds=seconds)
+
+
+def _instantiate(group: str, cfg: dict[str, Any]) -> Any:
+    node = cfg.get(group)
+    if not isinstance(node, dict) or "_target_" not in node:
+        raise InputError(f"config group {group!r} must be a mapping with a _target_ (choose one with {group}=NAME)")
+    missing = [key for key, value in node.items() if value == "???"]
+    if missing:
+        hint = f"; {TRACE_SOURCES}" if group == "workload" else ""
+        raise InputError(f"{group}.{missing[0]} is required: pass {group}.{missing[0]}=VALUE{hint}")
+    try:
+        return instantiate(node, _convert_="all")
+    except InstantiationException as e:
+        cause = e.__cause__
+        if isinstance(cause, InputError):
+            raise cause from None
+        detail = f"{type(cause).__name__}: {cause}" if cause is not None else str(e)
+        raise InputError(f"{group}: cannot build {node['_target_']}: {detail}") from None

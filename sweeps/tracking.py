@@ -1,0 +1,162 @@
+"""MLflow bookkeeping, done only by the driver: run keys, params, one logged run per result.
+
+Several processes creating one SQLite store at once corrupt its schema, so workers never import
+this module's client; the driver logs each run as it completes.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import subprocess
+import tempfile
+import time
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+TAG = "schedlab."
+MAX_PARAM_CHARS = 6000
+
+
+def flatten(cfg: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
+    """Dotted keys for a nested mapping (lists stay one JSON value).
+
+    >>> flatten({"policy": {"name": "easy"}, "seed": 3})
+    {'policy.name': 'easy', 'seed': 3}
+    """
+    flat: dict[str, Any] = {}
+    for key, value in cfg.items():
+        dotted = f"{prefix}{key}"
+        if isinstance(value, Mapping) and value:
+            flat.update(flatten(value, dotted + "."))
+        else:
+            flat[dotted] = value
+    return flat
+
+
+def semantic_config(cfg: Mapping[str, Any], non_semantic: Iterable[str]) -> dict[str, Any]:
+    """``cfg`` flattened, without the dotted keys (or key prefixes) in ``non_semantic``."""
+    drop = tuple(non_semantic)
+    return {k: v for k, v in flatten(cfg).items()
+            if not any(k == d or k.startswith(d + ".") for d in drop)}
+
+
+def run_key(cfg: Mapping[str, Any], non_semantic: Iterable[str]) -> str:
+    """A stable hash of what determines a run's result (same config ⇒ same key, in any process).
+
+    >>> run_key({"seed": 1, "tracking": {"uri": "a"}}, ["tracking"]) == run_key({"seed": 1}, [])
+    True
+    """
+    text = json.dumps(semantic_config(cfg, non_semantic), sort_keys=True, default=str)
+    return hashlib.sha256(text.encode()).hexdigest()[:20]
+
+
+def param_value(value: Any) -> str:
+    text = json.dumps(value) if isinstance(value, list | dict) else str(value)
+    return text if len(text) <= MAX_PARAM_CHARS else text[: MAX_PARAM_CHARS - 3] + "..."
+
+
+@cache
+def git_commit() -> str:
+    """The repository's commit (``-dirty`` with uncommitted changes), or ``unknown``."""
+    root = Path(__file__).resolve().parents[1]
+    try:
+        out = subprocess.run(["git", "describe", "--always", "--dirty", "--abbrev=40"], cwd=root,
+                             capture_output=True, text=True, timeout=10, check=True)
+        return out.stdout.strip() or "unknown"
+    except (OSError, subprocess.SubprocessError):
+        return "unknown"
+
+
+@dataclass
+class LoggedRun:
+    """What one finished or failed run leaves in the store."""
+
+    params: dict[str, Any]
+    tags: dict[str, str]
+    metrics: dict[str, float]
+    status: str
+    run_name: str
+    start_time: float
+    end_time: float
+    config_yaml: str
+    jobs: dict[str, list[Any]] | None = None
+    traceback: str | None = None
+
+
+class MlflowStore:
+    """One experiment in one tracking store, via ``MlflowClient`` (no global fluent state)."""
+
+    def __init__(self, uri: str, experiment_name: str, artifact_root: str | None = None) -> None:
+        from mlflow.tracking import MlflowClient
+
+        self.uri = uri
+        self.client = MlflowClient(tracking_uri=uri)
+        experiment = self.client.get_experiment_by_name(experiment_name)
+        if experiment is None:
+            location = None
+            if artifact_root:
+                location = (Path(artifact_root) / experiment_name.replace("/", "_")).resolve().as_uri()
+            self.experiment_id = self.client.create_experiment(experiment_name, artifact_location=location)
+        else:
+            self.experiment_id = experiment.experiment_id
+
+    def runs_by_key(self) -> dict[str, list[Any]]:
+        """Every run of the experiment that has a run key, grouped by key (one paged search)."""
+        found: dict[str, list[Any]] = {}
+        token = None
+        while True:
+            page = self.client.search_runs([self.experiment_id], filter_string=f"tags.`{TAG}run_key` != ''",
+                                           max_results=1000, page_token=token)
+            for run in page:
+                found.setdefault(run.data.tags[f"{TAG}run_key"], []).append(run)
+            token = page.token
+            if not token:
+                return found
+
+    def mark_killed(self, run_id: str) -> None:
+        self.client.set_terminated(run_id, status="KILLED")
+
+    def log(self, run: LoggedRun) -> str:
+        """Create the run with everything in it, then end it (FINISHED last, so a crash mid-way
+        leaves a RUNNING run that the next sweep marks KILLED, never a false FINISHED)."""
+        from mlflow.entities import Metric, Param, RunTag
+
+        created = self.client.create_run(self.experiment_id, start_time=int(run.start_time * 1000),
+                                         tags=run.tags, run_name=run.run_name)
+        run_id = created.info.run_id
+        now = int(time.time() * 1000)
+        params = [Param(k, param_value(v)) for k, v in run.params.items()]
+        metrics = [Metric(k, float(v), now, 0) for k, v in run.metrics.items()]
+        for i in range(0, max(len(params), len(metrics), 1), 100):
+            self.client.log_batch(run_id, metrics=metrics[i:i + 100], params=params[i:i + 100],
+                                  tags=[RunTag("mlflow.runName", run.run_name)] if i == 0 else [])
+        with tempfile.TemporaryDirectory(prefix="schedlab-") as tmp:
+            (Path(tmp) / "config.yaml").write_text(run.config_yaml)
+            self.client.log_artifact(run_id, str(Path(tmp) / "config.yaml"))
+            if run.jobs is not None:
+                import pyarrow as pa
+                import pyarrow.parquet as pq
+
+                pq.write_table(pa.table(run.jobs), Path(tmp) / "jobs.parquet")
+                self.client.log_artifact(run_id, str(Path(tmp) / "jobs.parquet"))
+            if run.traceback:
+                (Path(tmp) / "traceback.txt").write_text(run.traceback)
+                self.client.log_artifact(run_id, str(Path(tmp) / "traceback.txt"))
+        self.client.set_terminated(run_id, status=run.status, end_time=int(run.end_time * 1000))
+        return run_id
+
+
+@cache
+def open_store(uri: str, experiment_name: str, artifact_root: str | None = None) -> MlflowStore:
+    """One store per (uri, experiment) and process: serial runs reuse the connection."""
+    return MlflowStore(uri, experiment_name, artifact_root)
+
+
+def to_yaml(cfg: Mapping[str, Any]) -> str:
+    return yaml.safe_dump(dict(cfg), sort_keys=False)

@@ -1,0 +1,152 @@
+"""The real ``conf/`` composes, every option validates, and bad values fail before anything runs."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from hydra import compose, initialize_config_dir
+from hydra.core.global_hydra import GlobalHydra
+from hydra.core.hydra_config import HydraConfig
+from hydra.errors import ConfigCompositionException
+from omegaconf import DictConfig, OmegaConf
+
+from sim.core import InputError
+from sim.policies import POLICIES
+from sweeps import task
+from sweeps.hook import DEFAULT_NON_SEMANTIC, task_config
+from sweeps.tracking import flatten, run_key
+from tests.conftest import REPO
+
+CONF = REPO / "conf"
+SHRINK = ["workload.jobs=200"]
+
+
+@pytest.fixture(autouse=True)
+def hydra_conf() -> Iterator[None]:
+    GlobalHydra.instance().clear()
+    with initialize_config_dir(config_dir=str(CONF), version_base="1.3"):
+        yield
+    GlobalHydra.instance().clear()
+
+
+def load(*overrides: str) -> DictConfig:
+    cfg = compose("config", overrides=list(overrides), return_hydra_config=True)
+    HydraConfig.instance().set_config(cfg)  # so ${hydra:runtime.cwd} resolves as in a real run
+    return cfg
+
+
+def options(group: str) -> list[str]:
+    return sorted(p.stem for p in (CONF / group).glob("*.yaml"))
+
+
+def test_defaults_list_reads_like_a_table_of_contents() -> None:
+    defaults = OmegaConf.load(CONF / "config.yaml").defaults
+    groups = [next(iter(d)) for d in defaults if isinstance(d, dict | DictConfig)]
+    assert groups == ["cluster", "workload", "policy", "tracking", "hydra", "experiment"]
+
+
+def test_default_config_is_the_demo_on_the_ray_launcher() -> None:
+    cfg = load()
+    assert cfg.hydra.launcher._target_.endswith("RayLauncher") and cfg.hydra.launcher.address == "local"
+    assert cfg.hydra.launcher.hook._target_ == "sweeps.hook.SweepTracker"
+    assert cfg.hydra.sweeper.params.policy == "easy,conservative"
+    assert cfg.hydra.sweeper.params.seed == "range(0,5)"  # replications of the experiment
+    plain = task_config(cfg)
+    assert plain["experiment_name"] == "schedlab-demo"
+    assert plain["tracking"]["uri"] == f"sqlite:///{Path.cwd()}/mlflow.db"
+
+
+@pytest.mark.parametrize("policy", options("policy"))
+def test_every_policy_option_composes_and_validates(policy: str) -> None:
+    plain = task_config(load(f"policy={policy}", *SHRINK))
+    task.prepare(plain)
+    assert plain["policy"]["name"] in POLICIES
+
+
+def test_one_policy_file_per_simulator_policy() -> None:
+    names = [OmegaConf.load(CONF / "policy" / f"{p}.yaml").name for p in options("policy")]
+    assert len(names) == len(set(names)) and set(names) <= set(POLICIES)
+    assert {"fcfs", "easy", "conservative", "easy_classic", "conservative_classic"} <= set(names)
+
+
+def test_a_multi_resource_run_builds_from_specs() -> None:
+    """The shape a DRF config takes: a ResourceCluster, a MultiResTasks workload, a fair-share policy."""
+    plain = task_config(load("seed=1"))
+    plain["cluster"] = {"_target_": "sweeps.specs.ResourceCluster", "resources": {"cpu": 9, "mem": 18}}
+    plain["workload"] = {"_target_": "sweeps.specs.MultiResTasks", "users": {
+        "A": {"demand": [1, 4], "tasks": 20, "duration": 10}, "B": {"demand": [3, 1], "tasks": 20, "duration": 10}}}
+    plain["policy"] = {"_target_": "sim.policies.make_policy", "name": "drf"}
+    outcome = task.run_one(plain)
+    assert outcome.summary["jobs"] == 40 and "util/cpu" in outcome.summary
+
+
+@pytest.mark.parametrize("cluster", [c for c in options("cluster") if c != "from_trace"])
+@pytest.mark.parametrize("tracking", options("tracking"))
+def test_cluster_and_tracking_options_compose(cluster: str, tracking: str) -> None:
+    task.prepare(task_config(load(f"cluster={cluster}", f"tracking={tracking}")))
+
+
+@pytest.mark.parametrize("experiment", options("experiment"))
+def test_every_experiment_composes_with_its_sweep_axes(experiment: str) -> None:
+    cfg = load(f"experiment={experiment}")
+    task.prepare(task_config(cfg))
+    assert "seed" in cfg.hydra.sweeper.params and cfg.replications >= 1
+
+
+@pytest.mark.parametrize("fmt", ["swf", "drevt_csv"])
+def test_trace_workloads_read_relative_paths_from_the_launch_directory(fmt: str, tmp_path: Path) -> None:
+    trace = tmp_path / "t.csv"
+    trace.write_text("job_submit_time,num_nodes,time_limit\n0,4,100\n")
+    plain = task_config(load(f"workload={fmt}", f"workload.path={trace}", "cluster.nodes=8"))
+    assert task.prepare(plain).workload.file == trace
+
+
+@pytest.mark.parametrize(("overrides", "message"), [
+    (["workload.arrival_rate=-1"], "arrival_rate must be a positive"),
+    (["workload.arrival_rate=0"], "arrival_rate must be a positive"),
+    (["policy.name=nosuch"], "unknown policy 'nosuch'"),
+    (["policy.order=random"], "unknown queue order"),
+    (["cluster.nodes=0"], "cluster.nodes must be a positive"),
+    (["workload=swf", "workload.path=missing.swf"], "Parallel Workloads Archive"),
+    (["workload=drevt_csv"], "workload.path is required"),
+    (["+seed_typo=3"], "unknown top-level config key"),
+    (["+workload.arival_rate=3"], "unexpected keyword argument 'arival_rate'"),
+])
+def test_invalid_values_are_reported_clearly(overrides: list[str], message: str) -> None:
+    with pytest.raises(InputError, match=message):
+        task.prepare(task_config(load(*overrides)))
+
+
+@pytest.mark.parametrize("overrides", [["policy=nosuch"], ["workload.arival_rate=3"], ["tracking=postgres"]])
+def test_unknown_options_and_misspelled_keys_fail_composition(overrides: list[str]) -> None:
+    with pytest.raises(ConfigCompositionException):
+        load(*overrides)
+
+
+def test_run_key_ignores_non_semantic_keys_only() -> None:
+    base = task_config(load(*SHRINK))
+    key = run_key(base, DEFAULT_NON_SEMANTIC)
+    assert run_key(task_config(load(*SHRINK, "tracking=none", "experiment_name=x", "sweep.force=true")),
+                   DEFAULT_NON_SEMANTIC) == key
+    for change in ["seed=1", "policy=conservative", "policy.order=sjf", "workload.arrival_rate=0.002",
+                   "cluster=hpc16", "engine.kill_at_limit=true"]:
+        assert run_key(task_config(load(*SHRINK, change)), DEFAULT_NON_SEMANTIC) != key, change
+
+
+def test_params_are_the_flattened_config_with_dotted_keys() -> None:
+    params = flatten(task_config(load()))
+    assert {"policy.name", "policy.order", "workload.arrival_rate", "cluster.nodes", "seed"} <= set(params)
+    assert not any(k.startswith("hydra") for k in params)
+    assert all(len(str(v)) < 6000 for v in params.values())
+
+
+def test_same_seed_same_metrics_and_same_jobs_for_every_policy() -> None:
+    first = task.run_one(task_config(load(*SHRINK, "seed=4")))
+    again = task.run_one(task_config(load(*SHRINK, "seed=4")))
+    other = task.run_one(task_config(load(*SHRINK, "seed=4", "policy=conservative")))
+    assert first.summary == again.summary and first.jobs == again.jobs
+    for column in ("job_id", "submit_time", "nodes", "time_limit"):
+        assert first.jobs[column] == other.jobs[column]
+    assert task.run_one(task_config(load(*SHRINK, "seed=5"))).jobs["submit_time"] != first.jobs["submit_time"]
