@@ -7,6 +7,7 @@ from collections.abc import Callable
 from sim.core import InputError
 from sim.policies.backfill import SeedBackfill
 from sim.policies.base import EngineView, Policy
+from sim.policies.fair_share import asset_fair, cpu_fair, drf, drf_weighted, fcfs_multi
 from sim.policies.profile import ProfileBackfill
 from sim.policies.queue_order import QUEUE_ORDERS
 
@@ -17,6 +18,12 @@ POLICIES: dict[str, Callable[..., Policy]] = {
     "conservative": lambda order="fcfs": SeedBackfill("conservative", window="ahead", order=order),
     "easy_classic": lambda order="fcfs": ProfileBackfill("easy_classic", depth=1, order=order),
     "conservative_classic": lambda order="fcfs": ProfileBackfill("conservative_classic", depth=None, order=order),
+    # multi-resource fair share (sim/policies/fair_share.py): options placement, weights, resource
+    "drf": drf,
+    "drf_weighted": drf_weighted,
+    "fcfs_multi": fcfs_multi,
+    "cpu_fair": cpu_fair,
+    "asset_fair": asset_fair,
 }
 
 
