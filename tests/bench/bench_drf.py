@@ -12,8 +12,6 @@ import argparse
 import json
 import platform
 import sys
-import time
-from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
@@ -25,6 +23,7 @@ from sim.core import Cluster, Job  # noqa: E402
 from sim.engine import simulate  # noqa: E402
 from sim.policies.fair_share import FAIR_SHARE_POLICIES  # noqa: E402
 from sim.workloads.multires import multires_cluster, multires_workload  # noqa: E402
+from tests.bench.bench_sim import best_of  # noqa: E402
 from tests.test_fair_reference import NaiveFairShare  # noqa: E402
 
 SHAPES = ((1, 4, 0), (4, 1, 0), (2, 2, 0), (1, 1, 1), (3, 6, 0), (6, 2, 0), (1, 8, 0), (8, 1, 1))
@@ -44,15 +43,6 @@ def scenario(name: str, tasks: int, users: int, cluster: Cluster, load: float = 
     w = multires_workload(np.random.default_rng(1), users=specs(load / offered), cluster=cluster)
     return w.jobs, {"scenario": name, "tasks": len(w.jobs), "users": users, "resources": len(resources),
                     "machines": len(cluster.machines), "weights": w.weights}
-
-
-def best_of(repeats: int, run: Callable[[], object]) -> float:
-    best = float("inf")
-    for _ in range(repeats):
-        started = time.perf_counter()
-        run()
-        best = min(best, time.perf_counter() - started)
-    return best
 
 
 def measure(jobs: list[Job], cluster: Cluster, meta: dict, repeats: int, naive: bool) -> list[dict]:

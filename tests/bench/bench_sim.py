@@ -33,6 +33,7 @@ LITERAL_CONSERVATIVE_PREFIX = 3000
 
 
 def best_of(repeats: int, run: Callable[[], object]) -> float:
+    """Shortest wall time of ``repeats`` calls (the least disturbed by a noisy machine)."""
     best = float("inf")
     for _ in range(repeats):
         started = time.perf_counter()
