@@ -6,7 +6,7 @@ STAMP  := $(VENV)/.installed-stamp
 BENCH_OUT ?= bench-results
 
 .DEFAULT_GOAL := help
-.PHONY: help install test test-slow run bench lint report golden clean
+.PHONY: help install test test-slow run bench lint report clean
 
 help: ## show this help
 	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z_-]+:.*## / {printf "  \033[36m%-10s\033[0m %s\n", $$1, $$2}' $(MAKEFILE_LIST)
@@ -33,8 +33,9 @@ REPORT_ARGS ?=
 report: $(STAMP) ## tables (mean ± 95% CI), paired diffs, figures from MLflow in reports/<experiment>/ (REPORT_ARGS=…)
 	$(PY) analysis/report.py $(REPORT_ARGS)
 
-bench: $(STAMP) ## benchmarks: simulator speed (JSON + table in $(BENCH_OUT)/)
+bench: $(STAMP) ## benchmarks: simulator, DRF and sweep speed (JSON + Markdown tables in $(BENCH_OUT)/)
 	$(PY) tests/bench/bench_sim.py --out $(BENCH_OUT)
+	$(PY) tests/bench/bench_drf.py --out $(BENCH_OUT)
 	$(PY) tests/bench/bench_sweep.py --out $(BENCH_OUT)
 
 lint: $(STAMP) ## ruff over the whole tree
