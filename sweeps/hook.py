@@ -13,6 +13,7 @@ import time
 import uuid
 from collections.abc import Sequence
 from datetime import datetime
+from functools import cache
 from typing import Any
 
 from omegaconf import DictConfig, ListConfig, OmegaConf
@@ -38,6 +39,7 @@ def task_config(cfg: DictConfig) -> dict[str, Any]:
     return plain
 
 
+@cache
 def schedlab_version() -> str:
     try:
         return importlib.metadata.version("schedlab")
@@ -58,18 +60,20 @@ class SweepTracker:
         self.run_ids: dict[int, str] = {}
 
     # -- the SweepHook protocol -------------------------------------------------------------
-    def prepare(self, config: DictConfig, runs: Sequence[PlannedRun]) -> list[str | None]:
-        cfgs = {run.index: task_config(run.config) for run in runs}
+    def validate(self, config: DictConfig, runs: Sequence[PlannedRun]) -> None:
+        self.cfgs = {run.index: task_config(run.config) for run in runs}
         errors: dict[str, list[PlannedRun]] = {}
         for run in runs:
             try:
-                task.prepare(cfgs[run.index])
+                task.prepare(self.cfgs[run.index])
             except InputError as e:
                 errors.setdefault(str(e), []).append(run)
         if errors:
             lines = [f"{message}\n    ({_which(bad, len(runs))})" for message, bad in errors.items()]
             raise SweepAbortedError("invalid configuration, nothing was run:\n  " + "\n  ".join(lines))
-        return self.plan(cfgs)
+
+    def plan(self, runs: Sequence[PlannedRun]) -> list[str | None]:
+        return self.plan_configs({run.index: self.cfgs[run.index] for run in runs})
 
     def on_result(self, report: RunReport) -> None:
         outcome = report.value if report.status == "FINISHED" else None
@@ -86,7 +90,7 @@ class SweepTracker:
         sys.stdout.flush()
 
     # -- plain-dict core, shared with in-process runs --------------------------------------------
-    def plan(self, cfgs: dict[int, dict[str, Any]]) -> list[str | None]:
+    def plan_configs(self, cfgs: dict[int, dict[str, Any]]) -> list[str | None]:
         """Per run: ``None`` to run it, or why it is skipped (finished before, or a duplicate)."""
         self.cfgs = cfgs
         first = next(iter(cfgs.values()))
@@ -156,7 +160,7 @@ def run_in_process(cfg: DictConfig, label: str = "(defaults)") -> task.RunOutcom
     tracker = SweepTracker(summary=False)
     plain = task_config(cfg)
     task.prepare(plain)
-    reason = tracker.plan({0: plain})[0]
+    reason = tracker.plan_configs({0: plain})[0]
     if reason is not None:
         print(f"{label}: skipped, {reason} (sweep.force=true reruns it)")
         return None

@@ -59,10 +59,10 @@ def prepare(cfg: dict[str, Any]) -> RunParts:
     extra = sorted(set(engine) - {"kill_at_limit", "drop_oversized"})
     if extra:
         raise InputError(f"unknown engine option(s) {extra}; expected kill_at_limit, drop_oversized")
-    parts = RunParts(seed=seed, cluster=_instantiate("cluster", cfg), workload=_instantiate("workload", cfg),
+    parts = RunParts(seed=seed, cluster=_built("cluster", cfg), workload=_built("workload", cfg),
                      policy_config=dict(cfg["policy"]), kill_at_limit=bool(engine.get("kill_at_limit", False)),
                      drop_oversized=bool(engine.get("drop_oversized", False)))
-    _instantiate("policy", cfg)  # unknown policy names and options fail here, on the driver
+    _built("policy", cfg)  # unknown policy names and options fail here, on the driver
     return parts
 
 
@@ -80,6 +80,24 @@ def run_one(cfg: dict[str, Any]) -> RunOutcome:
     seconds = time.perf_counter() - tic
     notes = dict(workload.notes, **({"dropped_oversized": dropped} if dropped else {}))
     return RunOutcome(summary=summary, jobs=job_table(result), notes=notes, seconds=seconds)
+
+
+_BUILT: dict[tuple[str, str], Any] = {}
+_MAX_BUILT = 1024
+
+
+def _built(group: str, cfg: dict[str, Any]) -> Any:
+    """:func:`_instantiate`, once per distinct sub-config in this process.
+
+    The runs of a sweep mostly share their cluster, workload and policy configs; specs are
+    immutable, and :func:`run_one` still builds a fresh policy for every run.
+    """
+    key = (group, repr(cfg.get(group)))
+    if key not in _BUILT:
+        if len(_BUILT) >= _MAX_BUILT:
+            _BUILT.clear()
+        _BUILT[key] = _instantiate(group, cfg)
+    return _BUILT[key]
 
 
 def _instantiate(group: str, cfg: dict[str, Any]) -> Any:

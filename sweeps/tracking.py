@@ -125,31 +125,31 @@ class MlflowStore:
     def log(self, run: LoggedRun) -> str:
         """Create the run with everything in it, then end it (FINISHED last, so a crash mid-way
         leaves a RUNNING run that the next sweep marks KILLED, never a false FINISHED)."""
-        from mlflow.entities import Metric, Param, RunTag
+        from mlflow.entities import Metric, Param
 
         created = self.client.create_run(self.experiment_id, start_time=int(run.start_time * 1000),
                                          tags=run.tags, run_name=run.run_name)
         run_id = created.info.run_id
         now = int(time.time() * 1000)
-        params = [Param(k, param_value(v)) for k, v in run.params.items()]
-        metrics = [Metric(k, float(v), now, 0) for k, v in run.metrics.items()]
-        for i in range(0, max(len(params), len(metrics), 1), 100):
-            self.client.log_batch(run_id, metrics=metrics[i:i + 100], params=params[i:i + 100],
-                                  tags=[RunTag("mlflow.runName", run.run_name)] if i == 0 else [])
+        self.client.log_batch(run_id, metrics=[Metric(k, float(v), now, 0) for k, v in run.metrics.items()],
+                              params=[Param(k, param_value(v)) for k, v in run.params.items()])
         with tempfile.TemporaryDirectory(prefix="schedlab-") as tmp:
-            (Path(tmp) / "config.yaml").write_text(run.config_yaml)
-            self.client.log_artifact(run_id, str(Path(tmp) / "config.yaml"))
-            if run.jobs is not None:
-                import pyarrow as pa
-                import pyarrow.parquet as pq
-
-                pq.write_table(pa.table(run.jobs), Path(tmp) / "jobs.parquet")
-                self.client.log_artifact(run_id, str(Path(tmp) / "jobs.parquet"))
-            if run.traceback:
-                (Path(tmp) / "traceback.txt").write_text(run.traceback)
-                self.client.log_artifact(run_id, str(Path(tmp) / "traceback.txt"))
+            write_artifacts(Path(tmp), run)
+            self.client.log_artifacts(run_id, tmp)
         self.client.set_terminated(run_id, status=run.status, end_time=int(run.end_time * 1000))
         return run_id
+
+
+def write_artifacts(folder: Path, run: LoggedRun) -> None:
+    """The run's files, ready to upload in one call: its config, job table and traceback."""
+    (folder / "config.yaml").write_text(run.config_yaml)
+    if run.jobs is not None:
+        import pyarrow as pa
+        import pyarrow.parquet as pq
+
+        pq.write_table(pa.table(run.jobs), folder / "jobs.parquet")
+    if run.traceback:
+        (folder / "traceback.txt").write_text(run.traceback)
 
 
 @cache

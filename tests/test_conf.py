@@ -67,8 +67,7 @@ def test_every_policy_option_composes_and_validates(policy: str) -> None:
 
 def test_one_policy_file_per_simulator_policy() -> None:
     names = [OmegaConf.load(CONF / "policy" / f"{p}.yaml").name for p in options("policy")]
-    assert len(names) == len(set(names)) and set(names) <= set(POLICIES)
-    assert {"fcfs", "easy", "conservative", "easy_classic", "conservative_classic"} <= set(names)
+    assert len(names) == len(set(names)) and set(names) == set(POLICIES)
 
 
 def test_a_multi_resource_run_builds_from_specs() -> None:

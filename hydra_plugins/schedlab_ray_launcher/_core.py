@@ -7,6 +7,7 @@ import socket
 import time
 import traceback
 from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -45,19 +46,15 @@ def launch(launcher: Any, job_overrides: Sequence[Sequence[str]], initial_job_id
             for i, ov in enumerate(job_overrides)]
     timings = {"compose": time.perf_counter() - tic}
     hook: SweepHook = options.get("hook") or NullHook()
-    skips = list(hook.prepare(config, runs))
-    timings["prepare"] = time.perf_counter() - tic - timings["compose"]
-    if len(skips) != len(runs):
-        raise SweepAbortedError(f"{type(hook).__name__}.prepare returned {len(skips)} decisions for {len(runs)} runs")
+    tic = time.perf_counter()
+    hook.validate(config, runs)  # nothing has started yet: an invalid run stops the sweep here
+    timings["prepare"] = time.perf_counter() - tic
 
-    stats = SweepStats(total=len(runs), skipped=sum(s is not None for s in skips))
-    returns: dict[int, JobReturn] = {
-        r.index: _skipped_return(r, reason) for r, reason in zip(runs, skips, strict=True) if reason is not None}
-    todo = [r for r, reason in zip(runs, skips, strict=True) if reason is None]
+    stats = SweepStats(total=len(runs))
+    returns: dict[int, JobReturn] = {}
     tic = time.perf_counter()
     try:
-        if todo:
-            _run_on_ray(options, launcher.task_function, hydra_context, todo, stats, returns, hook, timings)
+        _plan_and_run(options, launcher.task_function, hydra_context, runs, stats, returns, hook, timings)
     except KeyboardInterrupt:
         stats.interrupted = True
     finally:
@@ -126,12 +123,47 @@ def _connect(options: dict[str, Any]) -> bool:
     return True
 
 
+def _plan_and_run(options: dict[str, Any], task_function: TaskFunction, hydra_context: HydraContext,
+                  runs: list[PlannedRun], stats: SweepStats, returns: dict[int, JobReturn], hook: SweepHook,
+                  timings: dict[str, float]) -> None:
+    """Start Ray while the hook plans in a thread (both take seconds: Ray's processes, the tracking
+    store's lookups), then run the runs the plan keeps. Ray starts even if every run is skipped."""
+    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="schedlab-plan") as pool:
+        planned = pool.submit(hook.plan, runs)
+        tic = time.perf_counter()
+        started = _connect(options)
+        timings["ray_start"] = time.perf_counter() - tic
+        try:
+            todo = _apply_plan(type(hook).__name__, runs, planned.result(), stats, returns)
+            timings["prepare"] += time.perf_counter() - tic - timings["ray_start"]  # planning Ray did not hide
+            if todo:
+                _run_on_ray(options, task_function, hydra_context, todo, stats, returns, hook, timings)
+        finally:
+            if started:
+                tic = time.perf_counter()
+                ray.shutdown()
+                timings["ray_stop"] = time.perf_counter() - tic
+
+
+def _apply_plan(hook_name: str, runs: list[PlannedRun], skips: Sequence[str | None], stats: SweepStats,
+                returns: dict[int, JobReturn]) -> list[PlannedRun]:
+    """Record the runs the plan skips; return the others."""
+    if len(skips) != len(runs):
+        raise SweepAbortedError(f"{hook_name}.plan returned {len(skips)} decisions for {len(runs)} runs")
+    todo = []
+    for run, reason in zip(runs, skips, strict=True):
+        if reason is None:
+            todo.append(run)
+        else:
+            returns[run.index] = _skipped_return(run, reason)
+            stats.skipped += 1
+    return todo
+
+
 def _run_on_ray(options: dict[str, Any], task_function: TaskFunction, hydra_context: HydraContext,
                 todo: list[PlannedRun], stats: SweepStats, returns: dict[int, JobReturn], hook: SweepHook,
                 timings: dict[str, float]) -> None:
-    tic = time.perf_counter()
-    started = _connect(options)
-    timings["ray_start"] = time.perf_counter() - tic
+    """Submit the runs (at most ``max_in_flight`` at once) and gather them as they finish."""
     num_cpus = float(options.get("num_cpus", 1.0))
     slots = max(1, int(ray.cluster_resources().get("CPU", 1) // num_cpus))
     limit = int(options.get("max_in_flight") or 2 * slots)
@@ -168,10 +200,6 @@ def _run_on_ray(options: dict[str, Any], task_function: TaskFunction, hydra_cont
         for ref in in_flight:
             ray.cancel(ref, force=True)
         progress.close()
-        if started:
-            tic = time.perf_counter()
-            ray.shutdown()
-            timings["ray_stop"] = time.perf_counter() - tic
 
 
 def _collect(ref: ray.ObjectRef, run: PlannedRun) -> tuple[RunReport, JobReturn]:

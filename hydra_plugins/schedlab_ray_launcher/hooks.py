@@ -72,9 +72,12 @@ class SweepStats:
 class SweepHook(Protocol):
     """Driver-side callbacks of a sweep, in call order."""
 
-    def prepare(self, config: DictConfig, runs: Sequence[PlannedRun]) -> Sequence[str | None]:
-        """Validate every run (raise :class:`SweepAbortedError` to stop before Ray starts) and
-        return, per run, ``None`` to run it or a reason to skip it."""
+    def validate(self, config: DictConfig, runs: Sequence[PlannedRun]) -> None:
+        """Check every run; raise :class:`SweepAbortedError` to stop before any Ray process starts."""
+        ...
+
+    def plan(self, runs: Sequence[PlannedRun]) -> Sequence[str | None]:
+        """Per run, ``None`` to run it or a reason to skip it (called in a thread while Ray starts)."""
         ...
 
     def on_result(self, report: RunReport) -> None:
@@ -89,7 +92,10 @@ class SweepHook(Protocol):
 class NullHook:
     """Runs everything and records nothing."""
 
-    def prepare(self, config: DictConfig, runs: Sequence[PlannedRun]) -> Sequence[str | None]:
+    def validate(self, config: DictConfig, runs: Sequence[PlannedRun]) -> None:
+        return None
+
+    def plan(self, runs: Sequence[PlannedRun]) -> Sequence[str | None]:
         return [None] * len(runs)
 
     def on_result(self, report: RunReport) -> None:

@@ -58,6 +58,15 @@ class RayLauncher(Launcher):
         self.hydra_context: Optional[HydraContext] = None  # noqa: UP045
 
     def setup(self, *, hydra_context: HydraContext, task_function: TaskFunction, config: DictConfig) -> None:
+        """Keep the context, its config loader wrapped in a composition cache.
+
+        The context is the sweeper's too, so its check that every run composes
+        (``validate_batch_is_legal``) uses the cache as well.
+        """
+        from hydra_plugins.schedlab_ray_launcher._compose import CachingConfigLoader
+
+        if not isinstance(hydra_context.config_loader, CachingConfigLoader):
+            hydra_context.config_loader = CachingConfigLoader(hydra_context.config_loader)
         self.config = config
         self.hydra_context = hydra_context
         self.task_function = task_function

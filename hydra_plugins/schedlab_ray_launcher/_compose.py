@@ -1,0 +1,116 @@
+"""A composition cache: compose a sweep's runs once per set of config-group choices.
+
+Composing a run with Hydra means building the defaults list and merging every group file, which
+costs tens of milliseconds; the runs of a sweep usually share their group choices and differ only
+in value overrides (``seed=3``, ``workload.arrival_rate=0.02``). :class:`CachingConfigLoader`
+composes once per distinct set of group overrides, then per run copies that config and applies
+the value overrides exactly as Hydra does after composing.
+"""
+
+import copy
+from collections import OrderedDict
+from typing import Any
+
+from hydra._internal.config_loader_impl import get_overrides_dirname  # Hydra's own: same dir names
+from hydra.core.config_loader import ConfigLoader
+from hydra.core.config_search_path import ConfigSearchPath
+from hydra.core.object_type import ObjectType
+from hydra.core.override_parser.overrides_parser import OverridesParser
+from hydra.core.override_parser.types import Override
+from hydra.plugins.config_source import ConfigSource
+from hydra.types import RunMode
+from omegaconf import DictConfig, OmegaConf
+
+
+class CachingConfigLoader(ConfigLoader):
+    """Hydra's config loader with ``load_sweep_config`` cached per set of group overrides.
+
+    Only plain ``group=option`` and ``key=value`` overrides take the cached path. Anything else
+    (``+``/``++``/``~``, ``group@package``, ``hydra`` keys, sweeps, a group set to a non-string, a
+    ``hydra.searchpath``, a loader without a config repository) and any run whose cached path
+    raises is composed by Hydra itself, so errors read exactly as Hydra words them.
+    """
+
+    def __init__(self, loader: ConfigLoader, max_bases: int = 64) -> None:
+        self.loader = loader
+        self.max_bases = max_bases
+        self._repository = getattr(loader, "repository", None)
+        self._parser = OverridesParser.create()
+        self._master: DictConfig | None = None
+        self._bases: OrderedDict[tuple[str, ...], DictConfig] = OrderedDict()
+
+    def load_sweep_config(self, master_config: DictConfig, sweep_overrides: list[str]) -> DictConfig:
+        split = self._split(master_config, sweep_overrides)
+        if split is None:
+            return self.loader.load_sweep_config(master_config, sweep_overrides)
+        try:
+            return self._compose(master_config, *split)
+        except Exception:  # Hydra's full compose raises the error, in Hydra's words
+            return self.loader.load_sweep_config(master_config, sweep_overrides)
+
+    def _split(self, master: DictConfig, overrides: list[str]
+               ) -> tuple[list[Override], list[Override], list[Override]] | None:
+        """All parsed overrides, the group ones and the value ones; ``None``: needs the full compose."""
+        if self._repository is None or OmegaConf.select(master, "hydra.searchpath"):
+            return None
+        parsed = self._parser.parse_overrides(overrides)
+        groups, values = [], []
+        for o in parsed:
+            if (o.is_sweep_override() or o.is_add() or o.is_force_add() or o.is_delete()
+                    or o.package is not None or o.key_or_group.startswith("hydra")):
+                return None
+            if not self._repository.group_exists(o.key_or_group):
+                values.append(o)
+            elif isinstance(o.value(), str):
+                groups.append(o)
+            else:
+                return None
+        return parsed, groups, values
+
+    def _compose(self, master: DictConfig, parsed: list[Override], groups: list[Override],
+                 values: list[Override]) -> DictConfig:
+        """The cached composition for ``groups``, then what Hydra does with the value overrides."""
+        cfg = copy.deepcopy(self._base(master, tuple(str(o.input_line) for o in groups)))
+        for o in values:
+            OmegaConf.update(cfg, o.key_or_group, o.value(), merge=True)
+        dirname = cfg.hydra.job.config.override_dirname
+        cfg.hydra.overrides.task = [o.input_line for o in parsed]
+        cfg.hydra.job.override_dirname = get_overrides_dirname(
+            overrides=parsed, exclude_keys=list(dirname.exclude_keys), item_sep=dirname.item_sep,
+            kv_sep=dirname.kv_sep)
+        OmegaConf.copy_cache(from_config=master, to_config=cfg)
+        return cfg
+
+    def _base(self, master: DictConfig, group_overrides: tuple[str, ...]) -> DictConfig:
+        """Hydra's composition with only the group overrides (the ``max_bases`` last used are kept)."""
+        if master is not self._master:
+            self._master = master
+            self._bases.clear()
+        if group_overrides in self._bases:
+            self._bases.move_to_end(group_overrides)
+        else:
+            self._bases[group_overrides] = self.loader.load_sweep_config(master, list(group_overrides))
+            if len(self._bases) > self.max_bases:
+                self._bases.popitem(last=False)
+        return self._bases[group_overrides]
+
+    # -- the rest of the ConfigLoader interface, delegated -------------------------------------
+    def load_configuration(self, config_name: str | None, overrides: list[str], run_mode: RunMode,
+                           from_shell: bool = True, validate_sweep_overrides: bool = True) -> DictConfig:
+        return self.loader.load_configuration(config_name, overrides, run_mode, from_shell, validate_sweep_overrides)
+
+    def get_search_path(self) -> ConfigSearchPath:
+        return self.loader.get_search_path()
+
+    def get_sources(self) -> list[ConfigSource]:
+        return self.loader.get_sources()
+
+    def list_groups(self, parent_name: str) -> list[str]:
+        return self.loader.list_groups(parent_name)
+
+    def get_group_options(self, group_name: str, results_filter: ObjectType | None = ObjectType.CONFIG,
+                          config_name: str | None = None, overrides: list[str] | None = None) -> list[str]:
+        return self.loader.get_group_options(group_name, results_filter, config_name, overrides)
+
+    def compute_defaults_list(self, config_name: str | None, overrides: list[str], run_mode: RunMode) -> Any:
+        return self.loader.compute_defaults_list(config_name, overrides, run_mode)

@@ -1,0 +1,146 @@
+"""The launcher's composition cache gives exactly what Hydra's full compose gives, run by run."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+from unittest import mock
+
+import pytest
+from hydra import initialize_config_dir
+from hydra._internal.core_plugins.basic_sweeper import BasicSweeper
+from hydra.core.config_loader import ConfigLoader
+from hydra.core.global_hydra import GlobalHydra
+from hydra.core.hydra_config import HydraConfig
+from hydra.core.override_parser.overrides_parser import OverridesParser
+from hydra.errors import ConfigCompositionException
+from hydra.types import RunMode
+from omegaconf import DictConfig, ListConfig, OmegaConf
+
+from hydra_plugins.schedlab_ray_launcher._compose import CachingConfigLoader
+from tests.conftest import REPO
+
+CONF = REPO / "conf"
+
+
+@pytest.fixture()
+def loader() -> Iterator[ConfigLoader]:
+    GlobalHydra.instance().clear()
+    with initialize_config_dir(config_dir=str(CONF), version_base="1.3"):
+        yield GlobalHydra.instance().config_loader()
+    GlobalHydra.instance().clear()
+
+
+def master(loader: ConfigLoader, *overrides: str) -> DictConfig:
+    """The multirun config a sweep starts from (``overrides``: the command line's)."""
+    return loader.load_configuration("config", ["hydra.mode=MULTIRUN", *overrides], run_mode=RunMode.MULTIRUN)
+
+
+def sweep_jobs(loader: ConfigLoader, experiment: str) -> list[list[str]]:
+    """Every run's overrides, as Hydra's basic sweeper hands them to the launcher."""
+    args = [f"experiment={experiment}"]
+    params = [f"{k}={v}" for k, v in master(loader, *args).hydra.sweeper.params.items()] + args
+    parsed = OverridesParser.create(config_loader=loader).parse_overrides(params)
+    return [list(job) for job in BasicSweeper.split_arguments(parsed, None)[0]]
+
+
+def nodes(cfg: Any, path: str = "") -> Iterator[tuple[str, Any]]:
+    """Every node of a config with its path, depth first."""
+    yield path, cfg
+    if isinstance(cfg, DictConfig | ListConfig):
+        keys = cfg.keys() if isinstance(cfg, DictConfig) else range(len(cfg))
+        for key in keys:
+            yield from nodes(cfg._get_node(key), f"{path}.{key}")
+
+
+def assert_same(full: DictConfig, cached: DictConfig) -> None:
+    """Same values, interpolations, node types and flags; same resolved task config."""
+    assert OmegaConf.to_yaml(cached) == OmegaConf.to_yaml(full)
+    for (path, a), (_, b) in zip(nodes(full), nodes(cached), strict=True):
+        meta_a, meta_b = a._metadata, b._metadata
+        assert (type(a), meta_a.ref_type, meta_a.object_type, meta_a.optional, meta_a.flags) == (
+            type(b), meta_b.ref_type, meta_b.object_type, meta_b.optional, meta_b.flags), path
+    assert resolved(cached) == resolved(full)
+
+
+def resolved(cfg: DictConfig) -> dict[str, Any]:
+    """The task part of a run config, resolved as the launcher resolves it."""
+    HydraConfig.instance().set_config(cfg)
+    return {k: OmegaConf.to_container(v, resolve=True) if OmegaConf.is_config(v) else v
+            for k, v in cfg.items() if k != "hydra"}
+
+
+def compose(loader: ConfigLoader, cfg: DictConfig, overrides: list[str]) -> DictConfig | str:
+    """The composed run config, or the composition error as Hydra reports it."""
+    try:
+        return loader.load_sweep_config(cfg, overrides)
+    except ConfigCompositionException as e:
+        return f"{type(e).__name__}: {e}"
+
+
+def assert_same_outcome(full: DictConfig | str, cached: DictConfig | str) -> None:
+    if isinstance(full, str) or isinstance(cached, str):
+        assert cached == full
+    else:
+        assert_same(full, cached)
+
+
+@pytest.mark.parametrize("experiment", sorted(p.stem for p in (CONF / "experiment").glob("*.yaml")))
+def test_every_run_of_every_experiment_composes_as_hydra_does(loader: ConfigLoader, experiment: str) -> None:
+    cfg = master(loader, f"experiment={experiment}")
+    cached = CachingConfigLoader(loader)
+    jobs = sweep_jobs(loader, experiment)
+    with mock.patch.object(loader, "load_sweep_config", wraps=loader.load_sweep_config) as hydra_compose:
+        for job in jobs:
+            assert_same(loader.load_sweep_config(cfg, job), cached.load_sweep_config(cfg, job))
+    groups = {tuple(o for o in job if loader.repository.group_exists(o.split("=")[0])) for job in jobs}
+    assert hydra_compose.call_count == len(jobs) + len(groups)  # one full compose per set of group choices
+
+
+@pytest.mark.parametrize("overrides", [
+    ["seed=3"],
+    ["seed=1", "policy=fcfs", "policy.order=sjf"],
+    ["policy=conservative", "cluster=hpc16", "seed=2", "workload.arrival_rate=0.02"],
+    ["experiment=bench", "replications=7", "seed=${replications}"],
+    ["replications=9", "seed=${replications}", "experiment_name=run-${seed}"],
+    ["workload=swf", "workload.path=trace.swf", "cluster=from_trace"],
+    ["engine={kill_at_limit:true}", "sweep.non_semantic=[tracking,sweep]", "experiment_name='a b'"],
+    ["tracking=none", "engine.drop_oversized=true", "seed=0"],
+])
+def test_hand_written_overrides_compose_as_hydra_does(loader: ConfigLoader, overrides: list[str]) -> None:
+    cfg = master(loader, "hydra.launcher.num_cpus=2")
+    cached = CachingConfigLoader(loader)
+    with mock.patch.object(loader, "load_sweep_config", wraps=loader.load_sweep_config) as hydra_compose:
+        for order in ("ljf", "fcfs"):
+            run = [*overrides, f"policy.order={order}"]
+            assert_same(loader.load_sweep_config(cfg, run), cached.load_sweep_config(cfg, run))
+    assert hydra_compose.call_count == 2 + 1  # the two full composes above, one for the cache
+
+
+@pytest.mark.parametrize("overrides", [
+    ["+extra=1"], ["++seed=4"], ["~sweep.force"], ["hydra.job.name=other", "seed=1"],
+    ["policy@engine.policy=easy"], ["seed=1,2"],
+])
+def test_unusual_overrides_fall_back_to_the_full_compose(loader: ConfigLoader, overrides: list[str]) -> None:
+    cfg = master(loader)
+    cached = CachingConfigLoader(loader)
+    with mock.patch.object(loader, "load_sweep_config", wraps=loader.load_sweep_config) as hydra_compose:
+        assert_same_outcome(compose(loader, cfg, overrides), compose(cached, cfg, overrides))
+    assert [c.args[1] for c in hydra_compose.call_args_list] == [overrides, overrides]  # ours, then the fallback
+
+
+@pytest.mark.parametrize("overrides", [["policy=nosuch"], ["workload.arival_rate=3"], ["seed=1", "nosuch=3"]])
+def test_composition_errors_read_as_hydra_words_them(loader: ConfigLoader, overrides: list[str]) -> None:
+    cfg = master(loader)
+    error = compose(loader, cfg, overrides)
+    assert isinstance(error, str) and compose(CachingConfigLoader(loader), cfg, overrides) == error
+
+
+def test_the_ray_launcher_wraps_the_sweepers_config_loader(loader: ConfigLoader) -> None:
+    from hydra.types import HydraContext
+
+    from hydra_plugins.schedlab_ray_launcher.ray_launcher import RayLauncher
+
+    context = HydraContext(config_loader=loader, callbacks=None)
+    RayLauncher().setup(hydra_context=context, task_function=lambda cfg: None, config=master(loader))
+    assert isinstance(context.config_loader, CachingConfigLoader) and context.config_loader.loader is loader
