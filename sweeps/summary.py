@@ -7,33 +7,46 @@ from typing import Any
 
 import numpy as np
 
-COLUMNS = ("wait/mean", "bsld/mean", "util")
+COLUMNS = ("wait/mean", "bsld/mean", "util", "fairness/jain")
 
 
-def policy_label(cfg: dict[str, Any]) -> str:
-    """``easy`` or ``easy/sjf``: the policy name and its non-default options."""
-    policy = {k: v for k, v in (cfg.get("policy") or {}).items() if not k.startswith("_")}
-    name = str(policy.pop("name", "?"))
-    if policy.get("order") == "fcfs":
-        policy.pop("order")
-    return "/".join([name, *(str(v) for _, v in sorted(policy.items()))])
+def policy_labels(cfgs: Sequence[dict[str, Any]]) -> list[str]:
+    """``easy`` or ``easy order=sjf``: the policy name plus the options that vary between its runs.
+
+    >>> policy_labels([{"policy": {"name": "easy", "order": "fcfs"}}, {"policy": {"name": "easy", "order": "sjf"}}])
+    ['easy order=fcfs', 'easy order=sjf']
+    """
+    policies = [{k: v for k, v in (cfg.get("policy") or {}).items() if not k.startswith("_")} for cfg in cfgs]
+    values: dict[tuple[str, str], set[str]] = {}
+    for policy in policies:
+        for key, value in policy.items():
+            values.setdefault((str(policy.get("name")), key), set()).add(repr(value))
+    return [" ".join([str(p.get("name", "?")), *(f"{k}={v}" for k, v in sorted(p.items())
+                                                   if k != "name" and len(values[(str(p.get("name")), k)]) > 1)])
+            for p in policies]
 
 
 def format_policy_table(results: Sequence[tuple[dict[str, Any], dict[str, float]]]) -> str:
     """Mean of each metric over the runs of each policy (skipped runs included, from MLflow).
 
+    A multi-resource run has ``util/<resource>`` instead of ``util``: each such column is shown.
+
     >>> print(format_policy_table([({"policy": {"name": "easy"}}, {"wait/mean": 2.0, "util": 0.5})]))
-    policy      runs     wait/mean     bsld/mean          util
-    easy           1             2             -           0.5
+    policy    runs     wait/mean     bsld/mean          util
+    easy         1             2             -           0.5
     """
     groups: dict[str, list[dict[str, float]]] = {}
-    for cfg, metrics in results:
-        groups.setdefault(policy_label(cfg), []).append(metrics)
-    lines = [f"{'policy':<10}{'runs':>6}" + "".join(f"{c:>14}" for c in COLUMNS)]
+    for label, (_, metrics) in zip(policy_labels([cfg for cfg, _ in results]), results, strict=True):
+        groups.setdefault(label, []).append(metrics)
+    present = {key for _, metrics in results for key in metrics}
+    columns = [c for c in COLUMNS if c in present or c in COLUMNS[:2]]
+    columns += sorted(k for k in present if k.startswith("util/"))
+    width = max([len("policy"), *map(len, groups)]) + 2
+    lines = [f"{'policy':<{width}}{'runs':>6}" + "".join(f"{c:>14}" for c in columns)]
     for label, rows in sorted(groups.items()):
         cells = []
-        for column in COLUMNS:
+        for column in columns:
             values = [r[column] for r in rows if column in r]
             cells.append(f"{np.mean(values):>14.4g}" if values else f"{'-':>14}")
-        lines.append(f"{label:<10}{len(rows):>6}" + "".join(cells))
+        lines.append(f"{label:<{width}}{len(rows):>6}" + "".join(cells))
     return "\n".join(lines)

@@ -15,9 +15,12 @@ import numpy as np
 from hydra.errors import InstantiationException
 from hydra.utils import instantiate
 
-from sim.core import InputError
+from sim.core import Cluster, InputError
 from sim.engine import simulate, validate_jobs
+from sim.fairness import dominant_share_timeline, fairness_summary
 from sim.metrics import job_table, summarize
+from sim.policies.base import EngineView
+from sim.workloads.multires import MultiResWorkload
 from sweeps.specs import TRACE_SOURCES
 
 #: Top-level keys a run config may have (a misspelled key in an experiment file is an error).
@@ -30,7 +33,8 @@ class RunOutcome:
     """What a worker sends back: the summary metrics, the job table and what reading taught us."""
 
     summary: dict[str, float]
-    jobs: dict[str, list[Any]]
+    #: column tables saved as ``<name>.parquet`` artifacts: always ``jobs``; DRF runs add ``dominant_shares``
+    tables: dict[str, dict[str, list[Any]]]
     notes: dict[str, int] = field(default_factory=dict)
     seconds: float = 0.0
 
@@ -62,8 +66,20 @@ def prepare(cfg: dict[str, Any]) -> RunParts:
     parts = RunParts(seed=seed, cluster=_built("cluster", cfg), workload=_built("workload", cfg),
                      policy_config=dict(cfg["policy"]), kill_at_limit=bool(engine.get("kill_at_limit", False)),
                      drop_oversized=bool(engine.get("drop_oversized", False)))
-    _built("policy", cfg)  # unknown policy names and options fail here, on the driver
+    policy = _built("policy", cfg)  # unknown policy names and options fail here, on the driver
+    if parts.cluster.fixed:
+        _check_fit(policy, parts.cluster.build())
     return parts
+
+
+def _check_fit(policy: Any, cluster: Cluster) -> None:
+    """A policy that cannot schedule on this kind of cluster (e.g. EASY on cpu+mem) fails on the driver."""
+    try:
+        policy.attach(EngineView(cluster, [list(capacity) for capacity in cluster.machines]))
+    except ValueError as error:
+        capacity = dict(zip(cluster.resources, cluster.total, strict=True))
+        raise InputError(f"policy {policy.name!r} does not fit cluster {capacity} × {len(cluster.machines)} "
+                         f"machine(s): {error}") from None
 
 
 def run_one(cfg: dict[str, Any]) -> RunOutcome:
@@ -74,12 +90,17 @@ def run_one(cfg: dict[str, Any]) -> RunOutcome:
     workload = parts.workload.build(np.random.default_rng(parts.seed), cluster)
     cluster = cluster or parts.cluster.build(workload.default_nodes)
     jobs, dropped = validate_jobs(workload.jobs, cluster, drop_oversized=parts.drop_oversized)
-    policy = _instantiate("policy", cfg)
+    weights = getattr(workload, "weights", None)
+    policy = _instantiate("policy", cfg, weights=weights)
     result = simulate(jobs, cluster, policy, kill_at_limit=parts.kill_at_limit)
     summary = summarize(result)
+    tables = {"jobs": job_table(result)}
+    if isinstance(workload, MultiResWorkload):
+        summary.update(fairness_summary(result, workload.weights))  # same yardstick for every policy
+        tables["dominant_shares"] = dominant_share_timeline(result)
     seconds = time.perf_counter() - tic
     notes = dict(workload.notes, **({"dropped_oversized": dropped} if dropped else {}))
-    return RunOutcome(summary=summary, jobs=job_table(result), notes=notes, seconds=seconds)
+    return RunOutcome(summary=summary, tables=tables, notes=notes, seconds=seconds)
 
 
 _BUILT: dict[tuple[str, str], Any] = {}
@@ -100,7 +121,8 @@ def _built(group: str, cfg: dict[str, Any]) -> Any:
     return _BUILT[key]
 
 
-def _instantiate(group: str, cfg: dict[str, Any]) -> Any:
+def _instantiate(group: str, cfg: dict[str, Any], weights: dict[str, float] | None = None) -> Any:
+    """Build a group's ``_target_``; a policy with ``weights: null`` takes the workload's ``weights``."""
     node = cfg.get(group)
     if not isinstance(node, dict) or "_target_" not in node:
         raise InputError(f"config group {group!r} must be a mapping with a _target_ (choose one with {group}=NAME)")
@@ -108,6 +130,8 @@ def _instantiate(group: str, cfg: dict[str, Any]) -> Any:
     if missing:
         hint = f"; {TRACE_SOURCES}" if group == "workload" else ""
         raise InputError(f"{group}.{missing[0]} is required: pass {group}.{missing[0]}=VALUE{hint}")
+    if weights is not None and "weights" in node and node["weights"] is None:
+        node = {**node, "weights": weights}
     try:
         return instantiate(node, _convert_="all")
     except InstantiationException as e:

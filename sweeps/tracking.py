@@ -12,7 +12,7 @@ import subprocess
 import tempfile
 import time
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import cache
 from pathlib import Path
 from typing import Any
@@ -85,7 +85,7 @@ class LoggedRun:
     start_time: float
     end_time: float
     config_yaml: str
-    jobs: dict[str, list[Any]] | None = None
+    tables: dict[str, dict[str, list[Any]]] = field(default_factory=dict)
     traceback: str | None = None
 
 
@@ -141,13 +141,14 @@ class MlflowStore:
 
 
 def write_artifacts(folder: Path, run: LoggedRun) -> None:
-    """The run's files, ready to upload in one call: its config, job table and traceback."""
+    """The run's files, ready to upload in one call: its config, tables (Parquet) and traceback."""
     (folder / "config.yaml").write_text(run.config_yaml)
-    if run.jobs is not None:
+    if run.tables:
         import pyarrow as pa
         import pyarrow.parquet as pq
 
-        pq.write_table(pa.table(run.jobs), folder / "jobs.parquet")
+        for name, columns in run.tables.items():
+            pq.write_table(pa.table(columns), folder / f"{name}.parquet")
     if run.traceback:
         (folder / "traceback.txt").write_text(run.traceback)
 

@@ -58,11 +58,31 @@ def test_default_config_is_the_demo_on_the_ray_launcher() -> None:
     assert plain["tracking"]["uri"] == f"sqlite:///{Path.cwd()}/mlflow.db"
 
 
+MULTI_RESOURCE = ("cluster=drf_pool", "workload=multires3")
+
+
 @pytest.mark.parametrize("policy", options("policy"))
 def test_every_policy_option_composes_and_validates(policy: str) -> None:
-    plain = task_config(load(f"policy={policy}", *SHRINK))
-    task.prepare(plain)
+    try:
+        plain = task_config(load(f"policy={policy}", *SHRINK))
+        task.prepare(plain)
+    except InputError as error:  # a multi-resource policy: valid with a multi-resource cluster
+        assert "does not fit cluster {'nodes': 128}" in str(error)
+        plain = task_config(load(f"policy={policy}", *MULTI_RESOURCE))
+        task.prepare(plain)
     assert plain["policy"]["name"] in POLICIES
+
+
+def test_backfilling_on_a_multi_resource_cluster_fails_before_running() -> None:
+    with pytest.raises(InputError, match=r"policy 'easy' does not fit cluster .*'cpu': 32.0, 'mem': 128.0"):
+        task.prepare(task_config(load("policy=easy", *MULTI_RESOURCE)))
+
+
+def test_a_drf_run_logs_fairness_metrics_and_the_share_timeline() -> None:
+    outcome = task.run_one(task_config(load("policy=drf_weighted", *MULTI_RESOURCE, "seed=1")))
+    assert {"fairness/jain", "util/cpu", "util/mem", "share/A/mean"} <= set(outcome.summary)
+    timeline = outcome.tables["dominant_shares"]
+    assert set(timeline) == {"time", "user", "dominant_share"} and set(timeline["user"]) == {"A", "B", "C"}
 
 
 def test_one_policy_file_per_simulator_policy() -> None:
@@ -84,7 +104,8 @@ def test_a_multi_resource_run_builds_from_specs() -> None:
 @pytest.mark.parametrize("cluster", [c for c in options("cluster") if c != "from_trace"])
 @pytest.mark.parametrize("tracking", options("tracking"))
 def test_cluster_and_tracking_options_compose(cluster: str, tracking: str) -> None:
-    task.prepare(task_config(load(f"cluster={cluster}", f"tracking={tracking}")))
+    multi_resource = ["workload=multires3", "policy=drf"] if cluster.startswith("drf") else []
+    task.prepare(task_config(load(f"cluster={cluster}", f"tracking={tracking}", *multi_resource)))
 
 
 @pytest.mark.parametrize("experiment", options("experiment"))
@@ -145,7 +166,8 @@ def test_same_seed_same_metrics_and_same_jobs_for_every_policy() -> None:
     first = task.run_one(task_config(load(*SHRINK, "seed=4")))
     again = task.run_one(task_config(load(*SHRINK, "seed=4")))
     other = task.run_one(task_config(load(*SHRINK, "seed=4", "policy=conservative")))
-    assert first.summary == again.summary and first.jobs == again.jobs
+    assert first.summary == again.summary and first.tables == again.tables
     for column in ("job_id", "submit_time", "nodes", "time_limit"):
-        assert first.jobs[column] == other.jobs[column]
-    assert task.run_one(task_config(load(*SHRINK, "seed=5"))).jobs["submit_time"] != first.jobs["submit_time"]
+        assert first.tables["jobs"][column] == other.tables["jobs"][column]
+    fifth = task.run_one(task_config(load(*SHRINK, "seed=5")))
+    assert fifth.tables["jobs"]["submit_time"] != first.tables["jobs"]["submit_time"]
