@@ -130,11 +130,31 @@ def schedule_figures(a: Analysis, folder: Path, run_id: str | None, first_n: int
                               f"{who}; {resource} ids assigned post hoc (lowest free ids first); grey: other jobs"))
     paths = plot_utilisation(jobs, folder, f"utilisation_{short}", capacities, f"Utilisation of run {short} ({who})")
     figures.append(Figure(f"Utilisation of run {short}", paths, f"{who}; busy / total capacity over time"))
-    shares = a.runs.artifact_table(run, "dominant_shares.parquet")
-    if shares is not None:
-        paths = plot_dominant_shares(shares, folder, f"dominant_shares_{short}", f"Dominant shares, run {short}")
-        figures.append(Figure(f"Dominant shares of run {short}", paths, f"{who}; DRF dominant share per user"))
-    return figures
+    return figures + dominant_share_figures(a, folder, run)
+
+
+def dominant_share_figures(a: Analysis, folder: Path, run: str) -> list[Figure]:
+    """Dominant shares over time, a panel per column level (policy), for the row levels and seed of ``run``."""
+    peers = a.design
+    for key in [k for k in [*a.rows, a.seed_key] if k in a.design]:
+        peers = peers[peers[key] == a.design.loc[run, key]]
+    labels = column_labels(peers, a.cols)
+    frames = []
+    for peer in peers.index:
+        shares = a.runs.artifact_table(peer, "dominant_shares.parquet")
+        if shares is not None:
+            frames.append(shares.assign(**{" / ".join(a.cols): labels[peer]}))
+    if not frames:
+        return []
+    facet = " / ".join(a.cols)
+    seed = f"{a.seed_key}={level_text(a.design.loc[run, a.seed_key])}" if a.seed_key in a.design else ""
+    where = ", ".join(f"{k}={level_text(a.design.loc[run, k])}" for k in a.rows if k in a.design)
+    context = ", ".join(p for p in (where, seed) if p)
+    paths = plot_dominant_shares(pd.concat(frames, ignore_index=True), folder, "dominant_shares",
+                                 f"Dominant share per user over time ({context}; same jobs in every panel)", facet)
+    return [Figure("Dominant shares over time", paths,
+                   f"{context}; one panel per {facet}; DRF dominant share of each user (max over resources of "
+                   "its share of that resource)")]
 
 
 def example_run(a: Analysis, run_id: str | None = None) -> str:

@@ -195,21 +195,26 @@ def plot_utilisation(
         return save(fig, out, stem)
 
 
-def plot_dominant_shares(shares: pd.DataFrame, out: Path, stem: str = "dominant_shares", title: str = "") -> list[Path]:
-    """DRF dominant share of each user over time (``dominant_shares.parquet``: time, user, dominant_share)."""
+def plot_dominant_shares(shares: pd.DataFrame, out: Path, stem: str = "dominant_shares", title: str = "",
+                         facet: str | None = None) -> list[Path]:
+    """DRF dominant share of each user over time (``dominant_shares.parquet``: time, user, dominant_share),
+    one panel per level of ``facet`` (e.g. the policy) when given."""
     data = shares.sort_values("time").copy()
     unit, scale = time_unit(float(data["time"].max() - data["time"].min()) if len(data) else 0.0)
     data["time"] = data["time"] / scale
+    styled = {"style": "user"} if data["user"].nunique() <= 6 else {}  # dashes keep equal shares apart
+    panels = ({"col": facet, "col_wrap": min(3, data[facet].nunique()), "col_order": sorted(data[facet].unique())}
+              if facet else {})
     with _style():
-        fig, ax = plt.subplots(figsize=(8, 3.6))
-        styled = {"style": "user"} if data["user"].nunique() <= 6 else {}  # dashes keep equal shares apart
-        sns.lineplot(data=data, x="time", y="dominant_share", hue="user", drawstyle="steps-post", ax=ax,
-                     estimator=None, errorbar=None, **styled)
-        ax.set_ylim(0, 1.05)
-        ax.set_xlabel(f"time ({unit})")
-        ax.set_ylabel("dominant share")
-        ax.set_title(title or "Dominant share per user over time")
-        return save(fig, out, stem)
+        grid = sns.relplot(data=data, x="time", y="dominant_share", hue="user", kind="line", drawstyle="steps-post",
+                           estimator=None, errorbar=None, height=3.2, aspect=1.6 if facet else 2.2,
+                           facet_kws={"sharex": True, "sharey": True}, **styled, **panels)
+        grid.set(ylim=(0, 1.05))
+        grid.set_axis_labels(f"time ({unit})", "dominant share")
+        if facet:
+            grid.set_titles(f"{facet} = {{col_name}}")
+        grid.figure.suptitle(title or "Dominant share per user over time", y=1.03)
+        return save(grid.figure, out, stem)
 
 
 def _span(counts: pd.Series) -> str:

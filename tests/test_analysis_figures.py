@@ -106,6 +106,8 @@ def test_dominant_shares(tmp_path: Path) -> None:
     shares = pd.DataFrame({"time": [0.0, 1, 2, 3] * 2, "user": ["A"] * 4 + ["B"] * 4,
                            "dominant_share": [0, 1 / 3, 2 / 3, 2 / 3, 0, 1 / 3, 1 / 3, 2 / 3]})
     assert_figure_files(plot_dominant_shares(shares, tmp_path))
+    both = pd.concat([shares.assign(policy="drf"), shares.assign(policy="cpu_fair")])
+    assert_figure_files(plot_dominant_shares(both, tmp_path, "per_policy", facet="policy"))
 
 
 @pytest.mark.parametrize("module", ["runs", "stats", "formatting", "timeline", "figures", "summary", "assemble"])
