@@ -46,9 +46,9 @@ def validate_jobs(jobs: Sequence[Job], cluster: Cluster, drop_oversized: bool = 
                 "use drop_oversized to skip such jobs"
             )
         kept.append(job)
-    missing = {p for job in kept for p in job.parents} - seen
+    missing = {p for job in kept for p in job.parents} - {job.id for job in kept}
     if missing:
-        raise InputError(f"parent task ids {sorted(missing)[:5]} are not in the workload")
+        raise InputError(f"parent task ids {sorted(missing)[:5]} are not in the workload (or were dropped)")
     return kept, dropped
 
 

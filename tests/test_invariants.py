@@ -39,3 +39,19 @@ def test_queue_order_violation() -> None:
     check_schedule(narrow, result(*records))  # fine for a backfilling policy
     with pytest.raises(InvariantViolation, match="job 2 started at 2"):
         check_schedule(narrow, result(*records), QUEUE_ORDERS["fcfs"])
+
+
+def test_engine_enforces_precedence_and_missing_parents_are_an_error() -> None:
+    """A policy unaware of DAGs (fcfs_multi) is stopped when it starts a task before its parent ends."""
+    from sim import Job, SchedulingError, simulate
+    from sim.core import InputError
+    from sim.engine import validate_jobs
+    from sim.policies import make_policy
+
+    cluster = Cluster.slotted(2, 2)
+    tasks = [Job(0, 0, (1,), 10, 10, workflow=0), Job(1, 0, (1,), 5, 5, workflow=0, parents=(0,))]
+    kept, _ = validate_jobs(tasks, cluster)
+    with pytest.raises(SchedulingError, match="task 1 started before its parents finished"):
+        simulate(kept, cluster, make_policy("fcfs_multi"))
+    with pytest.raises(InputError, match=r"parent task ids \[0\]"):
+        validate_jobs([Job(0, 0, (3,), 10, 10), Job(1, 0, (1,), 5, 5, parents=(0,))], cluster, drop_oversized=True)
