@@ -71,7 +71,7 @@ class SeedBackfill:
         self.preserves_order = window == "none"
         self.queue_key = QUEUE_ORDERS[order]
         self._queue: list[Job] = []
-        self.queue_keys: list[tuple[float, ...]] = []
+        self._keys: list[tuple[float, ...]] = []
         self._widths: list[int] = []
         self._running = RunningEnds()
         self._rescan_from = 0
@@ -84,8 +84,8 @@ class SeedBackfill:
 
     def submit(self, job: Job, now: float) -> None:
         key = self.queue_key(job)
-        position = bisect.bisect_right(self.queue_keys, key)
-        self.queue_keys.insert(position, key)
+        position = bisect.bisect_right(self._keys, key)
+        self._keys.insert(position, key)
         self._queue.insert(position, job)
         self._widths.insert(position, job.nodes)
         self._rescan_from = min(self._rescan_from, position)
@@ -100,7 +100,6 @@ class SeedBackfill:
     def schedule(self, now: float) -> Sequence[Start]:
         queue = self._queue
         rescan_from = self._rescan_from
-        self._rescan_from = len(queue)
         if not queue:
             return []
         free = int(self._view.free[0][0])
@@ -121,11 +120,11 @@ class SeedBackfill:
             self._backfill(now, free, head, max(rescan_from, head + 1), started, positions)
         for position in reversed(positions):
             del queue[position]
-            del self.queue_keys[position]
+            del self._keys[position]
             del self._widths[position]
         if head:
             del queue[:head]
-            del self.queue_keys[:head]
+            del self._keys[:head]
             del self._widths[:head]
         self._rescan_from = len(queue)
         return [Start(job) for job in started]
@@ -136,13 +135,13 @@ class SeedBackfill:
         """Start every candidate from ``scan_from`` on that fits and ends before its window."""
         queue = self._queue
         running = self._running
-        ahead_nodes = queue[head].nodes
+        widths = self._widths
+        ahead_nodes = widths[head]
         if self.window == "ahead":
-            for nodes in self._widths[head + 1:scan_from]:
+            for nodes in widths[head + 1:scan_from]:
                 ahead_nodes = min(ahead_nodes, nodes)
         cached_for = -1
         window = now
-        widths = self._widths
         for position in range(scan_from, len(queue)):
             if free == 0 or ahead_nodes <= free:
                 break  # nothing fits, or a job ahead fits now: its shadow time is now
