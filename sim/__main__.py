@@ -14,10 +14,9 @@ import time
 from pathlib import Path
 
 from sim.core import Cluster, InputError, SimulationResult
-from sim.engine import simulate, validate_jobs
-from sim.metrics import summarize
 from sim.policies import POLICIES, make_policy
 from sim.policies.queue_order import QUEUE_ORDERS
+from sim.run import run
 from sim.workloads import load_trace
 
 
@@ -59,20 +58,20 @@ def main(argv: list[str] | None = None) -> int:
         if not nodes:
             raise InputError(f"{args.trace}: machine size unknown (no MaxNodes/MaxProcs header); pass --nodes N")
         cluster = Cluster.nodes(nodes)
-        jobs, dropped = validate_jobs(workload.jobs, cluster, drop_oversized=args.drop_oversized)
         started = time.perf_counter()
-        result = simulate(jobs, cluster, make_policy(args.policy, order=args.order), args.kill_at_limit)
+        done = run(workload, cluster, make_policy(args.policy, order=args.order),
+                   kill_at_limit=args.kill_at_limit, drop_oversized=args.drop_oversized)
         sim_seconds = time.perf_counter() - started
     except InputError as error:
         print(f"error: {error}", file=sys.stderr)
         return 2
     if args.out:
-        write_schedule(result, args.out)
-    notes = dict(workload.notes, **({"dropped_oversized": dropped} if dropped else {}))
-    print(f"{args.trace.name}: {len(jobs)} jobs on {nodes} nodes, policy {args.policy} (order {args.order})")
-    for key, count in sorted(notes.items()):
+        write_schedule(done.result, args.out)
+    print(f"{args.trace.name}: {len(done.result.records)} jobs on {nodes} nodes, policy {args.policy} "
+          f"(order {args.order})")
+    for key, count in sorted(done.notes.items()):
         print(f"  note: {key} = {count}")
-    for key, value in summarize(result).items():
+    for key, value in done.summary.items():
         print(f"  {key:<16} {value:.6g}")
     print(f"  parse {parse_seconds:.3f} s, simulate {sim_seconds:.3f} s")
     return 0

@@ -124,14 +124,56 @@ class JobRecord:
         return self.start - self.job.submit
 
 
+@dataclass(frozen=True, slots=True)
+class Workflow:
+    """A deadline-constrained job of RM-DCWF: a DAG of tasks with a release time and a deadline.
+
+    ``tasks`` are :class:`Job` s (``workflow`` = this id, ``submit`` = ``arrival``, one slot each,
+    ``parents`` naming task ids of this workflow); no task may start before ``earliest_start``
+    (s_j); the workflow is late when its last task ends after ``deadline`` (d_j). ``set_r`` (SET^R,
+    the list-scheduled length alone on the run's cluster), ``work`` (sum of task run times) and
+    ``critical_path`` are what the generator knew when it drew the deadline.
+    """
+
+    id: int
+    arrival: float
+    earliest_start: float
+    deadline: float
+    tasks: tuple[Job, ...]
+    set_r: float = 0.0
+    work: float = 0.0
+    critical_path: float = 0.0
+    kind: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class PolicyStats:
+    """What a policy reports about itself: flat counters merged into the run's metrics
+    (``remap/attempts`` …), the wall-clock seconds it spent planning each workflow (RM-DCWF's
+    overhead O) and per-task values it decided (``sub_deadline``), keyed by task id. Empty for
+    policies that have nothing to say."""
+
+    counters: dict[str, float] = field(default_factory=dict)
+    seconds_by_job: dict[int, float] = field(default_factory=dict)
+    task_values: dict[str, dict[int, float]] = field(default_factory=dict)
+
+
 @dataclass(slots=True)
 class Workload:
-    """Jobs plus what reading them taught us (counts of repaired or dropped values)."""
+    """Jobs plus what reading them taught us (counts of repaired or dropped values).
+
+    ``kind`` picks the metric set a run reports (see :mod:`sim.run`): ``hpc`` (rigid jobs),
+    ``multires`` (users' tasks with demand vectors) or ``workflow`` (deadline-constrained DAGs).
+    """
 
     jobs: list[Job]
     source: str = ""
     default_nodes: int | None = None
     notes: dict[str, int] = field(default_factory=dict)
+    kind: str = "hpc"
+    workflows: tuple[Workflow, ...] = ()
+    #: leading workflows (by arrival) left out of the metrics: the system starts empty
+    warmup: int = 0
 
 
 @dataclass(frozen=True, slots=True)
@@ -142,3 +184,5 @@ class SimulationResult:
     cluster: Cluster
     policy: str
     passes: int
+    stats: PolicyStats = field(default_factory=PolicyStats)
+    workflows: tuple[Workflow, ...] = ()

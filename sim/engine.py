@@ -5,6 +5,16 @@ Events are completions (a heap of ``(end_time, job_id)``), arrivals (the jobs so
 (in job-id order), then every arrival in (submit time, job id) order, then one scheduling pass**;
 time then jumps to the next event. There is no global state: the same jobs, cluster and policy give
 the same schedule in any process.
+
+**Zero-length workflow tasks** (RM-DCWF places them without a slot) hold no capacity and are
+complete the instant they start: a decision later in the same pass may start their children at
+that instant, and the policy hears of their completion right after the pass, before
+``next_wakeup`` — so they never cause a second pass at the same instant. (A zero-runtime rigid job
+of a trace keeps the older meaning: it holds its nodes for no time and its completion is an event
+at the same instant, which gives the queue behind it a second pass there, as DR_EVT does.)
+
+**Workflows**: a task of workflow j (``Job.workflow``) may not start before the workflow's
+``earliest_start`` s_j; with ``Workload.workflows`` given, the engine enforces it.
 """
 
 from __future__ import annotations
@@ -13,7 +23,7 @@ import heapq
 import math
 from collections.abc import Sequence
 
-from sim.core import Cluster, InputError, Job, JobRecord, SimulationResult
+from sim.core import Cluster, InputError, Job, JobRecord, SimulationResult, Workflow
 from sim.invariants import check_schedule, checks_enabled
 from sim.policies.base import EngineView, Policy
 
@@ -58,27 +68,32 @@ def simulate(
     policy: Policy,
     kill_at_limit: bool = False,
     check: bool | None = None,
+    workflows: Sequence[Workflow] = (),
 ) -> SimulationResult:
     """Run ``policy`` on ``jobs`` and return the schedule.
 
     A job occupies its resources for its ``runtime`` (``min(runtime, time_limit)`` with
     ``kill_at_limit``). Raises :class:`SchedulingError` if the policy breaks a rule (starts a job
-    twice, before its submission or its parents' completion, or where it does not fit) and if
-    jobs remain that the policy never starts. ``check`` runs the independent invariant checker on
+    twice, before its submission, its workflow's earliest start or its parents' completion, on a
+    machine that does not exist or where it does not fit) and if jobs remain that the policy never
+    starts. ``check`` runs the independent invariant checker on
     the result (default: on when ``SCHEDLAB_CHECK_INVARIANTS`` is set, as in the test suite).
     """
-    result = _run(jobs, cluster, policy, kill_at_limit)
+    result = _run(jobs, cluster, policy, kill_at_limit, tuple(workflows))
     if check if check is not None else checks_enabled():
         check_schedule(jobs, result, getattr(policy, "queue_key", None) if policy.preserves_order else None)
     return result
 
 
-def _run(jobs: Sequence[Job], cluster: Cluster, policy: Policy, kill_at_limit: bool) -> SimulationResult:
+def _run(jobs: Sequence[Job], cluster: Cluster, policy: Policy, kill_at_limit: bool,
+         workflows: tuple[Workflow, ...]) -> SimulationResult:
+    release = {task.id: wf.earliest_start for wf in workflows for task in wf.tasks}
+    n_machines = len(cluster.machines)
     arrivals = sorted(jobs, key=lambda job: (job.submit, job.id))
     arrival_times = [job.submit for job in arrivals]
     n_arrivals = len(arrivals)
     index_of = {job.id: i for i, job in enumerate(jobs)}
-    view = EngineView(cluster, [list(cap) for cap in cluster.machines], {})
+    view = EngineView(cluster, [list(cap) for cap in cluster.machines], {}, {wf.id: wf for wf in workflows})
     free = view.free
     running = view.running
     policy.attach(view)
@@ -120,6 +135,7 @@ def _run(jobs: Sequence[Job], cluster: Cluster, policy: Policy, kill_at_limit: b
             on_submit(arrivals[next_arrival], now)
             next_arrival += 1
         passes += 1
+        instant: list[Job] = []  # zero-length tasks started (and so completed) in this pass
         for decision in schedule(now):
             job = decision.job
             i = index_of[job.id]
@@ -127,6 +143,21 @@ def _run(jobs: Sequence[Job], cluster: Cluster, policy: Policy, kill_at_limit: b
                 raise SchedulingError(f"{policy.name}: job {job.id} started twice")
             if job.submit > now:
                 raise SchedulingError(f"{policy.name}: job {job.id} started at {now} before its submission")
+            if not 0 <= decision.machine < n_machines:
+                raise SchedulingError(f"{policy.name}: job {job.id} started on machine {decision.machine}; "
+                                      f"the cluster has machines 0..{n_machines - 1}")
+            if release and release.get(job.id, now) > now:
+                raise SchedulingError(f"{policy.name}: task {job.id} started at {now} before its workflow's "
+                                      f"earliest start {release[job.id]}")
+            if job.parents and not done.issuperset(job.parents):
+                raise SchedulingError(f"{policy.name}: task {job.id} started before its parents finished")
+            duration = min(job.runtime, job.time_limit) if kill_at_limit else job.runtime
+            if duration == 0 and job.workflow >= 0:
+                starts[i] = ends[i] = now
+                machines[i] = decision.machine
+                done.add(job.id)
+                instant.append(job)
+                continue
             if single:
                 if job.demand[0] > pool[0]:
                     raise SchedulingError(
@@ -140,14 +171,13 @@ def _run(jobs: Sequence[Job], cluster: Cluster, policy: Policy, kill_at_limit: b
                         f"{decision.machine} (free {capacity}) at t={now}")
                 for r, amount in enumerate(job.demand):
                     capacity[r] -= amount
-            if job.parents and not done.issuperset(job.parents):
-                raise SchedulingError(f"{policy.name}: task {job.id} started before its parents finished")
-            duration = min(job.runtime, job.time_limit) if kill_at_limit else job.runtime
             starts[i] = now
             ends[i] = now + duration
             machines[i] = decision.machine
             running[job.id] = (job, now, decision.machine)
             heappush(completions, (now + duration, job.id))
+        for job in instant:
+            on_complete(job, now)
         wakeup = next_wakeup(now)
         if wakeup is not None and wakeup <= now:
             raise SchedulingError(f"{policy.name}: wake-up {wakeup} is not after now ({now})")
@@ -156,5 +186,5 @@ def _run(jobs: Sequence[Job], cluster: Cluster, policy: Policy, kill_at_limit: b
     if never:
         raise SchedulingError(f"{policy.name}: {len(never)} jobs never started (first: {never[:5]})")
     records = [JobRecord(job, starts[i], ends[i], machines[i]) for i, job in enumerate(jobs)]
-    return SimulationResult(records, cluster, policy.name, passes)
+    return SimulationResult(records, cluster, policy.name, passes, policy.stats(), workflows)
 

@@ -1,9 +1,9 @@
 """Independent checks of a finished schedule (tests switch them on for every simulation).
 
 They recompute everything from the records alone, so a bug in the engine's own bookkeeping cannot
-hide: every job started exactly once, never before its submission nor before its parents ended,
-no machine's capacity exceeded at any instant, and — for order-preserving policies such as
-``fcfs`` — no job started before a job ahead of it in the queue.
+hide: every job started exactly once, on a machine that exists, never before its submission, its
+workflow's earliest start or the end of its parents, no machine's capacity exceeded at any
+instant, and — for order-preserving policies such as ``fcfs`` — no job started before a job ahead of it in the queue.
 """
 
 from __future__ import annotations
@@ -40,10 +40,17 @@ def check_schedule(
     by_id = {r.job.id: r for r in records}
     if len(records) != len(jobs) or len(by_id) != len(records) or set(by_id) != {j.id for j in jobs}:
         raise InvariantViolation(f"{result.policy}: {len(jobs)} jobs in, {len(by_id)} distinct records out")
+    release = {task.id: wf.earliest_start for wf in result.workflows for task in wf.tasks}
+    machines = len(result.cluster.machines)
     for r in records:
         if not r.job.submit <= r.start <= r.end:
             raise InvariantViolation(
                 f"{result.policy}: job {r.job.id} submit {r.job.submit}, start {r.start}, end {r.end}")
+        if not 0 <= r.machine < machines:
+            raise InvariantViolation(f"{result.policy}: job {r.job.id} on machine {r.machine} of {machines}")
+        if r.start < release.get(r.job.id, r.start):
+            raise InvariantViolation(f"{result.policy}: task {r.job.id} started at {r.start} before its "
+                                     f"workflow's earliest start {release[r.job.id]}")
         for parent in r.job.parents:
             if by_id[parent].end > r.start:
                 raise InvariantViolation(f"{result.policy}: task {r.job.id} started before parent {parent} ended")

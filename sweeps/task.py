@@ -16,11 +16,8 @@ from hydra.errors import InstantiationException
 from hydra.utils import instantiate
 
 from sim.core import Cluster, InputError
-from sim.engine import simulate, validate_jobs
-from sim.fairness import dominant_share_timeline, fairness_summary
-from sim.metrics import job_table, summarize
 from sim.policies.base import EngineView
-from sim.workloads.multires import MultiResWorkload
+from sim.run import run
 from sweeps.specs import TRACE_SOURCES
 
 #: Top-level keys a run config may have (a misspelled key in an experiment file is an error).
@@ -33,7 +30,7 @@ class RunOutcome:
     """What a worker sends back: the summary metrics, the job table and what reading taught us."""
 
     summary: dict[str, float]
-    #: column tables saved as ``<name>.parquet`` artifacts: always ``jobs``; DRF runs add ``dominant_shares``
+    #: column tables saved as ``<name>.parquet`` artifacts (the workload kind's, see ``sim.run.METRIC_SETS``)
     tables: dict[str, dict[str, list[Any]]]
     notes: dict[str, int] = field(default_factory=dict)
     seconds: float = 0.0
@@ -89,18 +86,9 @@ def run_one(cfg: dict[str, Any]) -> RunOutcome:
     cluster = parts.cluster.build() if parts.cluster.fixed else None
     workload = parts.workload.build(np.random.default_rng(parts.seed), cluster)
     cluster = cluster or parts.cluster.build(workload.default_nodes)
-    jobs, dropped = validate_jobs(workload.jobs, cluster, drop_oversized=parts.drop_oversized)
-    weights = getattr(workload, "weights", None)
-    policy = _instantiate("policy", cfg, weights=weights)
-    result = simulate(jobs, cluster, policy, kill_at_limit=parts.kill_at_limit)
-    summary = summarize(result)
-    tables = {"jobs": job_table(result)}
-    if isinstance(workload, MultiResWorkload):
-        summary.update(fairness_summary(result, workload.weights))  # same yardstick for every policy
-        tables["dominant_shares"] = dominant_share_timeline(result)
-    seconds = time.perf_counter() - tic
-    notes = dict(workload.notes, **({"dropped_oversized": dropped} if dropped else {}))
-    return RunOutcome(summary=summary, tables=tables, notes=notes, seconds=seconds)
+    policy = _instantiate("policy", cfg, weights=getattr(workload, "weights", None))
+    done = run(workload, cluster, policy, kill_at_limit=parts.kill_at_limit, drop_oversized=parts.drop_oversized)
+    return RunOutcome(summary=done.summary, tables=done.tables, notes=done.notes, seconds=time.perf_counter() - tic)
 
 
 _BUILT: dict[tuple[str, str], Any] = {}

@@ -13,8 +13,9 @@ its tasks running at t and ``C`` is the cluster's total capacity; ``w_u`` is the
   wronged by a small share;
 * ``fairness/jain_mean`` — Jain's index of the users' ``share/<user>/mean / w_u``; it mostly
   reflects how much work each user brought, since every task runs eventually;
-* ``util/<resource>`` — busy capacity-seconds / (capacity × span);
-* ``wait/mean``, ``wait/p95``, ``wait/<user>/mean`` — start − submit.
+* ``wait/<user>/mean`` — the user's mean of start − submit.
+
+Utilisation per resource and the overall waits are :func:`sim.metrics.summarize`'s (one definition).
 """
 
 from __future__ import annotations
@@ -113,8 +114,8 @@ def dominant_share_timeline(result: SimulationResult) -> dict[str, list[Any]]:
 
 
 def fairness_summary(result: SimulationResult, weights: Mapping[str, float] | None = None) -> dict[str, float]:
-    """Fairness, utilisation and wait metrics (see the module docstring); users absent from
-    ``weights`` weigh 1."""
+    """Fairness metrics and per-user waits (see the module docstring); users absent from ``weights``
+    weigh 1."""
     records = result.records
     if not records:
         return {}
@@ -140,14 +141,7 @@ def fairness_summary(result: SimulationResult, weights: Mapping[str, float] | No
     summary: dict[str, float] = {f"share/{u}/mean": float(s) for u, s in zip(users, mean_share, strict=True)}
     summary["fairness/jain"] = jain_area / jain_time if jain_time > 0 else 1.0
     summary["fairness/jain_mean"] = jain_index((mean_share / np.array(w)).tolist())
-    totals = result.cluster.total
-    demand = np.array([r.job.demand for r in records], dtype=float)
-    busy = (demand * np.array([r.end - r.start for r in records])[:, None]).sum(axis=0)
-    for k, resource in enumerate(result.cluster.resources):
-        summary[f"util/{resource}"] = float(busy[k] / (totals[k] * span)) if span > 0 else 0.0
     wait = np.array([r.start - r.job.submit for r in records])
-    summary["wait/mean"] = float(wait.mean())
-    summary["wait/p95"] = float(np.percentile(wait, 95))
     user_of = np.array([r.job.user for r in records])
     for u in users:
         summary[f"wait/{u}/mean"] = float(wait[user_of == u].mean())

@@ -25,7 +25,7 @@ import bisect
 from collections.abc import Sequence
 from typing import Literal
 
-from sim.core import Job, Start
+from sim.core import Job, PolicyStats, Start
 from sim.policies.base import EngineView
 from sim.policies.queue_order import QUEUE_ORDERS
 
@@ -96,6 +96,9 @@ class SeedBackfill:
 
     def next_wakeup(self, now: float) -> float | None:
         return None
+
+    def stats(self) -> PolicyStats:
+        return PolicyStats()
 
     def schedule(self, now: float) -> Sequence[Start]:
         queue = self._queue

@@ -11,7 +11,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Protocol, runtime_checkable
 
-from sim.core import Cluster, Job, Start
+from sim.core import Cluster, Job, PolicyStats, Start, Workflow
 
 
 @dataclass(slots=True)
@@ -19,12 +19,14 @@ class EngineView:
     """Read-only view of the engine state handed to a policy (do not mutate).
 
     ``free[m][r]`` is the free capacity of resource r on machine m right now; ``running`` maps a
-    job id to ``(job, start_time, machine)``.
+    job id to ``(job, start_time, machine)``; ``workflows`` maps a workflow id to its
+    :class:`~sim.core.Workflow` (release time, deadline, all its tasks) for workflow workloads.
     """
 
     cluster: Cluster
     free: list[list[float]]
     running: dict[int, tuple[Job, float, int]] = field(default_factory=dict)
+    workflows: dict[int, Workflow] = field(default_factory=dict)
 
 
 @runtime_checkable
@@ -53,3 +55,6 @@ class Policy(Protocol):
 
     def next_wakeup(self, now: float) -> float | None:
         """A future time at which the policy wants a pass even if nothing else happens."""
+
+    def stats(self) -> PolicyStats:
+        """The policy's own statistics after the run (remap counts, planning seconds …)."""

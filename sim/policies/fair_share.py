@@ -35,7 +35,7 @@ from typing import Literal
 
 import numpy as np
 
-from sim.core import InputError, Job, Start
+from sim.core import InputError, Job, PolicyStats, Start
 from sim.fairness.shares import RULES, Rule, rule_share
 from sim.policies.base import EngineView, Policy
 from sim.policies.queue_order import QUEUE_ORDERS
@@ -76,6 +76,9 @@ class _MultiResource:
 
     def next_wakeup(self, now: float) -> float | None:
         return None
+
+    def stats(self) -> PolicyStats:
+        return PolicyStats()
 
     def _free(self) -> Free:
         """A private copy of the engine's free capacity, to charge this pass's decisions against."""

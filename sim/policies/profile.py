@@ -21,7 +21,7 @@ from __future__ import annotations
 import bisect
 from collections.abc import Sequence
 
-from sim.core import Job, Start
+from sim.core import Job, PolicyStats, Start
 from sim.policies.base import EngineView
 from sim.policies.queue_order import QUEUE_ORDERS
 
@@ -127,6 +127,9 @@ class ProfileBackfill:
 
     def next_wakeup(self, now: float) -> float | None:
         return min((t for t in self._reserved.values() if t > now), default=None)
+
+    def stats(self) -> PolicyStats:
+        return PolicyStats()
 
     def schedule(self, now: float) -> Sequence[Start]:
         new = sorted(self._new, key=self.queue_key)

@@ -46,6 +46,7 @@ class MultiResWorkload(Workload):
 
     resources: tuple[str, ...] = ()
     weights: dict[str, float] = field(default_factory=dict)
+    kind: str = "multires"
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,0 +1,1 @@
+"""Deadline-constrained workflows (RM-DCWF): workflow generators, stream files, WfFormat, metrics."""
