@@ -42,6 +42,13 @@ def _workflow(result: SimulationResult, workload: Workload) -> tuple[dict[str, f
 METRIC_SETS: dict[str, MetricSet] = {"hpc": _hpc, "multires": _multires, "workflow": _workflow}
 
 
+def check_kind(policy: Policy, kind: str) -> None:
+    """Refuse a policy that cannot schedule this kind of workload (EASY on workflows, RM-DCWF on a trace)."""
+    if kind not in policy.workload_kinds:
+        raise InputError(f"policy {policy.name!r} schedules {' or '.join(sorted(policy.workload_kinds))} workloads, "
+                         f"not {kind} workloads: pick a policy for this workload (or a workload for this policy)")
+
+
 @dataclass
 class RunResult:
     """One simulated run: the schedule, its summary metrics, its tables and what reading taught us."""
@@ -57,6 +64,7 @@ def run(workload: Workload, cluster: Cluster, policy: Policy, *, kill_at_limit: 
     """Validate the workload against the cluster, simulate it and compute the workload kind's metrics."""
     if workload.kind not in METRIC_SETS:
         raise InputError(f"unknown workload kind {workload.kind!r}; expected one of {', '.join(METRIC_SETS)}")
+    check_kind(policy, workload.kind)
     jobs, dropped = validate_jobs(workload.jobs, cluster, drop_oversized=drop_oversized)
     result = simulate(jobs, cluster, policy, kill_at_limit=kill_at_limit, workflows=workload.workflows)
     summary, tables = METRIC_SETS[workload.kind](result, workload)

@@ -73,6 +73,8 @@ class SyntheticHpc:
     Lublin–Feitelson model; time limit = run time × U(1, ``estimate_factor_max``)
     (see :mod:`sim.workloads.synthetic`)."""
 
+    kind = "hpc"  # the metric set and the policies that fit (sim.run)
+
     jobs: int = 1000
     arrival_rate: float = 0.01
     estimate_factor_max: float = 5.0
@@ -97,6 +99,8 @@ class SyntheticHpc:
 class TraceFile:
     """A trace file in one of :data:`sim.workloads.FORMATS`; a relative ``path`` is read from
     ``base_dir`` (the directory the sweep was launched from)."""
+
+    kind = "hpc"  # the metric set and the policies that fit (sim.run)
 
     path: str
     format: str | None = None
@@ -123,6 +127,8 @@ class MultiResTasks:
     """Synthetic multi-resource tasks per user (DRF-style; see :mod:`sim.workloads.multires`):
     ``users`` maps a user to ``{demand, tasks, rate, duration, weight, …}``; demands are over the
     cluster's resources (pair with a :class:`ResourceCluster`)."""
+
+    kind = "multires"  # the metric set and the policies that fit (sim.run)
 
     users: dict[str, dict] = field(default_factory=dict)
 

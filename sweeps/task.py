@@ -17,7 +17,7 @@ from hydra.utils import instantiate
 
 from sim.core import Cluster, InputError
 from sim.policies.base import EngineView
-from sim.run import run
+from sim.run import check_kind, run
 from sweeps.specs import TRACE_SOURCES
 
 #: Top-level keys a run config may have (a misspelled key in an experiment file is an error).
@@ -64,6 +64,7 @@ def prepare(cfg: dict[str, Any]) -> RunParts:
                      policy_config=dict(cfg["policy"]), kill_at_limit=bool(engine.get("kill_at_limit", False)),
                      drop_oversized=bool(engine.get("drop_oversized", False)))
     policy = _built("policy", cfg)  # unknown policy names and options fail here, on the driver
+    check_kind(policy, parts.workload.kind)
     if parts.cluster.fixed:
         _check_fit(policy, parts.cluster.build())
     return parts

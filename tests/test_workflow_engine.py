@@ -22,6 +22,7 @@ class Scripted:
 
     name = "scripted"
     preserves_order = False
+    workload_kinds = frozenset({"workflow"})
 
     def __init__(self, plan: list[tuple[float, int, int]]) -> None:
         self.plan = plan
@@ -67,7 +68,7 @@ def test_zero_length_task_lets_its_child_start_in_the_same_pass() -> None:
 
 def test_a_task_before_its_workflows_earliest_start_is_refused() -> None:
     wf = one_workflow(earliest=5.0)
-    with pytest.raises(SchedulingError, match="before its workflow's earliest start 5.0"):
+    with pytest.raises(SchedulingError, match=r"before its workflow's earliest start 5.0"):
         simulate(wf.tasks, CLUSTER, Scripted([(0.0, 0, 0), (4.0, 1, 0), (4.0, 2, 0)]), workflows=[wf])
 
 
@@ -82,7 +83,7 @@ def test_the_checker_catches_an_early_start_and_a_bad_machine() -> None:
     wf = one_workflow(earliest=5.0)
     good = simulate(wf.tasks, CLUSTER, Scripted([(5.0, 0, 0), (9.0, 1, 0), (9.0, 2, 1)]), workflows=[wf])
     early = type(good)(good.records, good.cluster, good.policy, good.passes, good.stats, (one_workflow(6.0),))
-    with pytest.raises(InvariantViolation, match="earliest start 6.0"):
+    with pytest.raises(InvariantViolation, match=r"earliest start 6.0"):
         check_schedule(wf.tasks, early)
     moved = [type(r)(r.job, r.start, r.end, 5) for r in good.records]
     with pytest.raises(InvariantViolation, match="on machine 5 of 2"):
@@ -99,3 +100,13 @@ def test_policy_statistics_reach_the_summary_and_tables() -> None:
     assert done.summary["turnaround/mean"] == 12.0 - 5.0
     assert done.tables["tasks"]["sub_deadline"][0] == 7.0
     assert done.tables["workflows"]["completion"] == [12.0]
+
+
+def test_a_policy_is_refused_on_a_workload_kind_it_cannot_schedule() -> None:
+    from sim.core import InputError
+    from sim.policies import make_policy
+
+    wf = one_workflow()
+    workload = Workload(list(wf.tasks), kind="workflow", workflows=(wf,))
+    with pytest.raises(InputError, match="policy 'easy' schedules hpc or multires workloads, not workflow"):
+        run(workload, CLUSTER, make_policy("easy"))

@@ -26,7 +26,7 @@ from collections.abc import Sequence
 from typing import Literal
 
 from sim.core import Job, PolicyStats, Start
-from sim.policies.base import EngineView
+from sim.policies.base import JOB_KINDS, EngineView
 from sim.policies.queue_order import QUEUE_ORDERS
 
 Window = Literal["none", "head", "ahead"]
@@ -63,6 +63,8 @@ class RunningEnds:
 
 class SeedBackfill:
     """The DR_EVT backfilling family (see module docstring) with a configurable queue order."""
+
+    workload_kinds = JOB_KINDS
 
     def __init__(self, name: str, window: Window, order: str = "fcfs") -> None:
         self.name = name

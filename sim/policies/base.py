@@ -29,6 +29,10 @@ class EngineView:
     workflows: dict[int, Workflow] = field(default_factory=dict)
 
 
+#: what the job-queue policies (backfilling, fair share) schedule
+JOB_KINDS = frozenset({"hpc", "multires"})
+
+
 @runtime_checkable
 class Policy(Protocol):
     """A scheduling policy.
@@ -40,6 +44,8 @@ class Policy(Protocol):
     name: str
     #: True when jobs must start in queue order (the invariant checker verifies it).
     preserves_order: bool
+    #: the workload kinds (``Workload.kind``) the policy can schedule: a mismatch is refused up front
+    workload_kinds: frozenset[str]
 
     def attach(self, view: EngineView) -> None:
         """Called once before the simulation with the engine's live view."""

@@ -37,7 +37,7 @@ import numpy as np
 
 from sim.core import InputError, Job, PolicyStats, Start
 from sim.fairness.shares import RULES, Rule, rule_share
-from sim.policies.base import EngineView, Policy
+from sim.policies.base import JOB_KINDS, EngineView, Policy
 from sim.policies.queue_order import QUEUE_ORDERS
 
 Placement = Literal["best_fit", "first_fit"]
@@ -57,6 +57,7 @@ class _MultiResource:
 
     name: str
     preserves_order: bool
+    workload_kinds = JOB_KINDS
 
     def __init__(self, name: str, placement: Placement = "best_fit") -> None:
         if placement not in PLACEMENTS:

@@ -22,7 +22,7 @@ import bisect
 from collections.abc import Sequence
 
 from sim.core import Job, PolicyStats, Start
-from sim.policies.base import EngineView
+from sim.policies.base import JOB_KINDS, EngineView
 from sim.policies.queue_order import QUEUE_ORDERS
 
 
@@ -93,6 +93,8 @@ class AvailabilityProfile:
 
 class ProfileBackfill:
     """Textbook backfilling with ``depth`` reservations (1 = EASY, None = conservative)."""
+
+    workload_kinds = JOB_KINDS
 
     def __init__(self, name: str, depth: int | None, order: str = "fcfs") -> None:
         self.name = name
