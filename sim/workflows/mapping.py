@@ -1,0 +1,114 @@
+"""Task placement of RM-DCWF (Alg. 5, mapJobHelper): one task on the best resource, and the
+list-scheduling sweep that maps the tasks of one workflow onto a :class:`Calendar`.
+
+Resource choice among the feasible ones: the start the policy asks for (TSP1: earliest; TSP2:
+latest that still ends by the sub-deadline), then best fit — fewest *other* slots of the resource
+that could take the task at that start — then the lowest index. Zero-length tasks take no slot.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Hashable, Mapping, Sequence
+from dataclasses import dataclass
+
+from sim.workflows.calendar import Calendar
+
+
+@dataclass(frozen=True, slots=True)
+class Placement:
+    """Where and when a task is planned; ``resource == -1`` for a zero-length task (no slot)."""
+
+    start: float
+    end: float
+    resource: int
+    slot: int
+
+
+def place_earliest(cal: Calendar, e: float, est: float) -> Placement:
+    """TSP1: the earliest start ≥ ``est`` over all resources, then best fit, then lowest index."""
+    if e == 0:
+        return Placement(est, est, -1, -1)
+    best = (float("inf"), 0, -1, -1)
+    seen_empty = False
+    for r in range(cal.resources):
+        if not cal.load[r]:
+            if seen_empty:
+                continue  # every empty resource gives the same answer; the first one wins the tie
+            seen_empty = True
+        s, slot, fit = cal.earliest(r, est, e)
+        if (s, fit) < best[:2]:
+            best = (s, fit, r, slot)
+            if s == est and fit == 1:
+                break  # nothing can beat it
+    return Placement(best[0], best[0] + e, best[2], best[3])
+
+
+def place_latest(cal: Calendar, e: float, est: float, end_by: float) -> Placement:
+    """TSP2: the latest start in ``[est, end_by − e]``, then best fit, then lowest index; the
+    earliest placement when no resource can meet ``end_by``."""
+    if e == 0:
+        s = max(est, end_by)
+        return Placement(s, s, -1, -1)
+    best: tuple[float, int, int, int] | None = None
+    seen_empty = False
+    for r in range(cal.resources):
+        if not cal.load[r]:
+            if seen_empty:
+                continue
+            seen_empty = True
+        found = cal.latest(r, est, end_by, e)
+        if found is None:
+            continue
+        s, slot, fit = found
+        if best is None or s > best[0] or (s == best[0] and fit < best[1]):
+            best = (s, fit, r, slot)
+    if best is None:
+        return place_earliest(cal, e, est)
+    return Placement(best[0], best[0] + e, best[2], best[3])
+
+
+def map_tasks(
+    cal: Calendar,
+    keys: Sequence[Hashable],
+    runtimes: Sequence[float],
+    parents: Sequence[Sequence[int]],
+    order: Sequence[int],
+    floor: float,
+    finished: Mapping[int, float] | None = None,
+    end_by: Sequence[float] | None = None,
+    bound: Sequence[float] | None = None,
+) -> dict[int, Placement] | None:
+    """Map the tasks in ``order`` (local indices) and book them in ``cal`` under ``keys[t]``.
+
+    Tasks are swept in ``order`` repeatedly, skipping a task until its parents are placed; a task's
+    earliest start is ``max(floor, parents' completions)``; ``finished`` gives the completions of
+    tasks that are not mapped here (already started). With ``end_by`` (per-task sub-deadlines) a
+    task is placed by TSP2, else by TSP1. With ``bound`` (deadline check) the first task ending
+    after its bound undoes this call's bookings and ``None`` is returned.
+    """
+    finish: dict[int, float] = dict(finished or {})
+    placed: dict[int, Placement] = {}
+    pending = list(order)
+    while pending:
+        rest: list[int] = []
+        for t in pending:
+            ps = parents[t]
+            if any(p not in finish for p in ps):
+                rest.append(t)
+                continue
+            est = max([floor, *(finish[p] for p in ps)])
+            e = runtimes[t]
+            p = place_earliest(cal, e, est) if end_by is None else place_latest(cal, e, est, end_by[t])
+            if bound is not None and p.end > bound[t]:
+                for u, done in placed.items():
+                    if done.resource >= 0:
+                        cal.remove(keys[u])
+                return None
+            if p.resource >= 0:
+                cal.insert(keys[t], p.resource, p.slot, p.start, e)
+            placed[t] = p
+            finish[t] = p.end
+        if len(rest) == len(pending):
+            raise ValueError(f"tasks {rest[:5]} wait for parents that are neither mapped nor finished")
+        pending = rest
+    return placed
