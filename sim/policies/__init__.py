@@ -10,6 +10,7 @@ from sim.policies.base import EngineView, Policy
 from sim.policies.fair_share import asset_fair, cpu_fair, drf, drf_weighted, fcfs_multi
 from sim.policies.profile import ProfileBackfill
 from sim.policies.queue_order import QUEUE_ORDERS
+from sim.policies.rmdcwf import fifo_workflow, rmdcwf
 
 #: name → factory(order) for every policy the simulator offers.
 POLICIES: dict[str, Callable[..., Policy]] = {
@@ -24,6 +25,9 @@ POLICIES: dict[str, Callable[..., Policy]] = {
     "fcfs_multi": fcfs_multi,
     "cpu_fair": cpu_fair,
     "asset_fair": asset_fair,
+    # deadline-constrained workflows (sim/policies/rmdcwf.py): RM-DCWF and its FIFO baseline
+    "rmdcwf": rmdcwf,
+    "fifo_workflow": fifo_workflow,
 }
 
 

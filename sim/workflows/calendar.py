@@ -1,18 +1,17 @@
 """Slot calendar of RM-DCWF's resources: m resources × c_r slots, each slot a sorted list of
 planned half-open intervals ``[start, end)``.
 
-Queries bisect into the per-slot lists (no scan over every planned task); :meth:`Calendar.prune`
-drops what ended in the past so memory follows the active plan. A resource's answer covers all
-its slots: the best start, the lowest slot index giving it, and how many of its slots give it
-(``fit`` — the planner's best-fit key). Zero-length tasks never enter the calendar.
+Queries bisect into the per-slot lists (no scan over every planned task) and stop walking a slot
+once it cannot beat the best answer so far; :meth:`Calendar.prune` drops what ended in the past
+so memory follows the active plan. Zero-length tasks never enter the calendar.
 
->>> cal = Calendar(1, 2)
+>>> cal = Calendar(2, 2)
 >>> cal.insert("a", 0, 0, 0.0, 10.0)
->>> cal.earliest(0, 0.0, 5.0)
-(0.0, 1, 1)
+>>> cal.earliest(0.0, 5.0)  # resource 0 slot 1 is free and leaves no slot idle: best fit
+(0.0, 0, 1)
 >>> cal.insert("b", 0, 1, 0.0, 4.0)
->>> cal.earliest(0, 0.0, 5.0), cal.latest(0, 0.0, 20.0, 5.0)
-((4.0, 1, 1), (15.0, 0, 2))
+>>> cal.earliest(0.0, 5.0), cal.latest(0.0, 20.0, 5.0)
+((0.0, 1, 0), (15.0, 0, 0))
 """
 
 from __future__ import annotations
@@ -52,55 +51,78 @@ class Calendar:
     def __contains__(self, key: Hashable) -> bool:
         return key in self._where
 
-    def _slot_earliest(self, i: int, t: float, e: float) -> float:
-        starts, ends = self._starts[i], self._ends[i]
-        s = t
-        for k in range(bisect_right(ends, t), len(starts)):
-            if starts[k] >= s + e:
-                break
-            s = max(s, ends[k])
-        return s
+    def earliest(self, t: float, e: float) -> tuple[float, int, int]:
+        """Best ``(start, resource, slot)`` for a task of duration ``e`` > 0 starting at or after ``t``.
 
-    def _slot_latest(self, i: int, lo: float, end: float, e: float) -> float:
-        starts, ends = self._starts[i], self._ends[i]
-        for k in range(bisect_left(starts, end) - 1, -1, -1):
-            s = _start_before(end, e)
-            if s < lo:
-                return -math.inf
-            if ends[k] <= s:
-                return s
-            end = min(end, starts[k])
-        s = _start_before(end, e)
-        return s if s >= lo else -math.inf
+        Best: the earliest start, then the resource with the fewest slots that could take the task
+        at that start (best fit), then the lowest resource and slot index.
+        """
+        starts_of, ends_of, c, load = self._starts, self._ends, self.slots, self.load
+        best, best_fit, best_r, best_k = math.inf, c + 1, -1, -1
+        seen_empty = False
+        for r in range(self.resources):
+            if not load[r]:
+                if not seen_empty:  # every empty resource answers (t, all slots); the first one wins ties
+                    seen_empty = True
+                    if t < best or (t == best and c < best_fit):
+                        best, best_fit, best_r, best_k = t, c, r, 0
+                continue
+            r_start, fit, r_slot = math.inf, 0, -1
+            for k in range(c):
+                ends = ends_of[r * c + k]
+                j, n, s = bisect_right(ends, t), len(ends), t
+                if j < n:
+                    starts = starts_of[r * c + k]
+                    while j < n and starts[j] < s + e and s <= best:
+                        if ends[j] > s:
+                            s = ends[j]
+                        j += 1
+                if s < r_start:
+                    r_start, fit, r_slot = s, 1, k
+                elif s == r_start:
+                    fit += 1
+            if r_start < best or (r_start == best and fit < best_fit):
+                best, best_fit, best_r, best_k = r_start, fit, r, r_slot
+                if best == t and fit == 1:
+                    break  # nothing can beat it
+        return best, best_r, best_k
 
-    def earliest(self, r: int, t: float, e: float) -> tuple[float, int, int]:
-        """Earliest start ≥ ``t`` for duration ``e`` > 0 on resource ``r``: ``(start, slot, fit)``."""
-        if not self.load[r]:
-            return t, 0, self.slots
-        base = r * self.slots
-        best, slot, fit = math.inf, -1, 0
-        for k in range(self.slots):
-            s = self._slot_earliest(base + k, t, e)
-            if s < best:
-                best, slot, fit = s, k, 1
-            elif s == best:
-                fit += 1
-        return best, slot, fit
-
-    def latest(self, r: int, lo: float, end: float, e: float) -> tuple[float, int, int] | None:
-        """Latest start in ``[lo, end − e]`` for duration ``e`` > 0 on resource ``r`` (``None`` if none)."""
-        if not self.load[r]:
-            s = _start_before(end, e)
-            return (s, 0, self.slots) if s >= lo else None
-        base = r * self.slots
-        best, slot, fit = -math.inf, -1, 0
-        for k in range(self.slots):
-            s = self._slot_latest(base + k, lo, end, e)
-            if s > best:
-                best, slot, fit = s, k, 1
-            elif s == best:
-                fit += 1
-        return (best, slot, fit) if best > -math.inf else None
+    def latest(self, lo: float, end: float, e: float) -> tuple[float, int, int] | None:
+        """Best ``(start, resource, slot)`` for a task of duration ``e`` > 0 starting in ``[lo, end − e]``
+        (``None`` if it fits nowhere): the latest start, then best fit, then the lowest indices."""
+        starts_of, ends_of, c, load = self._starts, self._ends, self.slots, self.load
+        top = _start_before(end, e)
+        best, best_fit, best_r, best_k = -math.inf, c + 1, -1, -1
+        seen_empty = False
+        for r in range(self.resources):
+            if not load[r]:
+                if not seen_empty:
+                    seen_empty = True
+                    if top > best or (top == best and c < best_fit):
+                        best, best_fit, best_r, best_k = top, c, r, 0
+                continue
+            r_start, fit, r_slot = -math.inf, 0, -1
+            for k in range(c):
+                starts, ends = starts_of[r * c + k], ends_of[r * c + k]
+                j, bound, s = bisect_left(starts, end) - 1, end, top
+                while j >= 0 and ends[j] > s:
+                    bound = starts[j]
+                    s = _start_before(bound, e)
+                    if s < lo or s < best:
+                        s = -math.inf
+                        break
+                    j -= 1
+                if s > r_start:
+                    r_start, fit, r_slot = s, 1, k
+                elif s == r_start and s > -math.inf:
+                    fit += 1
+            if r_start > best or (r_start == best and r_start > -math.inf and fit < best_fit):
+                best, best_fit, best_r, best_k = r_start, fit, r, r_slot
+                if best == top and fit == 1:
+                    break
+        if best < lo:
+            return None
+        return best, best_r, best_k
 
     def insert(self, key: Hashable, r: int, slot: int, start: float, e: float) -> None:
         """Book ``[start, start + e)`` on slot ``slot`` of resource ``r``; raises if it overlaps."""

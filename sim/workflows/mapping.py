@@ -1,9 +1,10 @@
 """Task placement of RM-DCWF (Alg. 5, mapJobHelper): one task on the best resource, and the
 list-scheduling sweep that maps the tasks of one workflow onto a :class:`Calendar`.
 
-Resource choice among the feasible ones: the start the policy asks for (TSP1: earliest; TSP2:
-latest that still ends by the sub-deadline), then best fit — fewest *other* slots of the resource
-that could take the task at that start — then the lowest index. Zero-length tasks take no slot.
+Resource choice (:meth:`Calendar.earliest` / :meth:`Calendar.latest`): the start the policy asks
+for (TSP1: earliest; TSP2: latest that still ends by the sub-deadline), then best fit — the
+resource with the fewest slots that could take the task at that start — then the lowest index.
+Zero-length tasks take no slot.
 """
 
 from __future__ import annotations
@@ -25,46 +26,24 @@ class Placement:
 
 
 def place_earliest(cal: Calendar, e: float, est: float) -> Placement:
-    """TSP1: the earliest start ≥ ``est`` over all resources, then best fit, then lowest index."""
+    """TSP1: the earliest start ≥ ``est`` (then best fit, then lowest index)."""
     if e == 0:
         return Placement(est, est, -1, -1)
-    best = (float("inf"), 0, -1, -1)
-    seen_empty = False
-    for r in range(cal.resources):
-        if not cal.load[r]:
-            if seen_empty:
-                continue  # every empty resource gives the same answer; the first one wins the tie
-            seen_empty = True
-        s, slot, fit = cal.earliest(r, est, e)
-        if (s, fit) < best[:2]:
-            best = (s, fit, r, slot)
-            if s == est and fit == 1:
-                break  # nothing can beat it
-    return Placement(best[0], best[0] + e, best[2], best[3])
+    s, r, k = cal.earliest(est, e)
+    return Placement(s, s + e, r, k)
 
 
 def place_latest(cal: Calendar, e: float, est: float, end_by: float) -> Placement:
-    """TSP2: the latest start in ``[est, end_by − e]``, then best fit, then lowest index; the
-    earliest placement when no resource can meet ``end_by``."""
+    """TSP2: the latest start in ``[est, end_by − e]`` (then best fit, then lowest index); the TSP1
+    placement when no resource can meet ``end_by``."""
     if e == 0:
         s = max(est, end_by)
         return Placement(s, s, -1, -1)
-    best: tuple[float, int, int, int] | None = None
-    seen_empty = False
-    for r in range(cal.resources):
-        if not cal.load[r]:
-            if seen_empty:
-                continue
-            seen_empty = True
-        found = cal.latest(r, est, end_by, e)
-        if found is None:
-            continue
-        s, slot, fit = found
-        if best is None or s > best[0] or (s == best[0] and fit < best[1]):
-            best = (s, fit, r, slot)
-    if best is None:
+    found = cal.latest(est, end_by, e)
+    if found is None:
         return place_earliest(cal, e, est)
-    return Placement(best[0], best[0] + e, best[2], best[3])
+    s, r, k = found
+    return Placement(s, s + e, r, k)
 
 
 def map_tasks(

@@ -1,0 +1,125 @@
+"""RM-DCWF (Lim et al. 2017) and its FIFO baseline as engine policies.
+
+Both drive one :class:`~sim.workflows.planner.Planner`: each scheduling pass first plans the
+workflows that arrived (in (arrival, id) order), then starts the tasks whose planned start is now;
+a wake-up is asked for the next planned start. ``fifo_workflow`` is the planner without budgeting:
+every task at its earliest feasible time, no sub-deadlines, no deadline check, no remapping.
+
+Statistics: ``remap/attempts``, ``remap/successes``, ``remap/repeats_refused`` (identical attempts
+not retried), ``remap/restores``; the planning seconds of each workflow (budgeting + mapping +
+remapping, RM-DCWF's overhead O); each task's ``sub_deadline``.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from typing import get_args
+
+from sim.core import InputError, Job, PolicyStats, Start, Workflow
+from sim.policies.base import EngineView
+from sim.workflows.planner import (
+    LaxityDistribution,
+    LaxityKind,
+    PhaseLength,
+    Planner,
+    PlannerConfig,
+    RemapTrigger,
+    Tsp,
+)
+
+WORKFLOW_KINDS = frozenset({"workflow"})
+
+
+class WorkflowPlanner:
+    """Engine adapter of the RM-DCWF planner (see the module docstring)."""
+
+    preserves_order = False
+    workload_kinds = WORKFLOW_KINDS
+
+    def __init__(self, name: str, config: PlannerConfig) -> None:
+        self.name = name
+        self.config = config
+        self._view: EngineView | None = None
+        self._planner: Planner | None = None
+        self._arrived: dict[int, Workflow] = {}
+        self._left: dict[int, int] = {}  # workflow id → tasks not yet completed
+        self._seconds: dict[int, float] = {}
+        self._sub_deadline: dict[int, float] = {}
+
+    def attach(self, view: EngineView) -> None:
+        cluster = view.cluster
+        caps = sorted(set(cluster.machines))
+        if len(cluster.resources) != 1 or len(caps) != 1 or not float(caps[0][0]).is_integer():
+            raise ValueError(f"{self.name} needs a slotted cluster (m identical resources with c_r slots each, "
+                             f"Cluster.slotted), got resources {cluster.resources} and capacities {caps}")
+        if not view.workflows:
+            raise ValueError(f"{self.name} schedules workflow workloads (DAGs with deadlines); this workload has "
+                             "no workflows")
+        self._view = view
+        self._planner = Planner(len(cluster.machines), int(cluster.machines[0][0]), self.config)
+
+    def submit(self, job: Job, now: float) -> None:
+        assert self._view is not None, "attach() first"
+        wf = self._view.workflows.get(job.workflow)
+        if wf is None:
+            raise ValueError(f"{self.name}: job {job.id} belongs to no workflow of this workload")
+        if wf.id not in self._left:
+            self._arrived[wf.id] = wf
+            self._left[wf.id] = len(wf.tasks)
+
+    def complete(self, job: Job, now: float) -> None:
+        assert self._planner is not None
+        self._left[job.workflow] -= 1
+        if not self._left[job.workflow]:
+            del self._left[job.workflow]
+            self._planner.finished(job.workflow)
+
+    def schedule(self, now: float) -> Sequence[Start]:
+        planner = self._planner
+        assert planner is not None, "attach() first"
+        if self._arrived:
+            for wf in sorted(self._arrived.values(), key=lambda w: (w.arrival, w.id)):
+                began = time.perf_counter()
+                plan = planner.map_job(wf, now)
+                self._seconds[wf.id] = time.perf_counter() - began
+                if plan.sub_deadline is not None:
+                    self._sub_deadline.update(zip(plan.keys, plan.sub_deadline, strict=True))
+            self._arrived.clear()
+        return [Start(task, max(resource, 0)) for task, resource in planner.take_due(now)]
+
+    def next_wakeup(self, now: float) -> float | None:
+        assert self._planner is not None
+        return self._planner.next_due()
+
+    def stats(self) -> PolicyStats:
+        counters = dict(self._planner.counters) if self._planner is not None and self.config.budget else {}
+        values = {"sub_deadline": dict(self._sub_deadline)} if self.config.budget else {}
+        return PolicyStats(counters, dict(self._seconds), values)
+
+
+def _choice(option: str, value: object, allowed: tuple[str, ...]) -> None:
+    if value not in allowed:
+        raise InputError(f"rmdcwf: unknown {option} {value!r}; expected one of {', '.join(allowed)}")
+
+
+def rmdcwf(laxity_distribution: LaxityDistribution = "pd", laxity: LaxityKind = "sl", tsp: Tsp = "tsp1",
+           phase_length: PhaseLength = "span", remap_trigger: RemapTrigger = "subdeadline",
+           remap_cap: int | None = None) -> WorkflowPlanner:
+    """RM-DCWF; options as in RMDCWF.md (defaults first): ``laxity_distribution`` pd|ed, ``laxity``
+    sl|tl, ``tsp`` tsp1|tsp2, ``phase_length`` span|max_task (PD's ET_p), ``remap_trigger``
+    subdeadline|deadline, ``remap_cap`` None or the most already-mapped jobs one attempt may move."""
+    _choice("laxity_distribution", laxity_distribution, get_args(LaxityDistribution))
+    _choice("laxity", laxity, get_args(LaxityKind))
+    _choice("tsp", tsp, get_args(Tsp))
+    _choice("phase_length", phase_length, get_args(PhaseLength))
+    _choice("remap_trigger", remap_trigger, get_args(RemapTrigger))
+    if remap_cap is not None and (isinstance(remap_cap, bool) or not isinstance(remap_cap, int) or remap_cap < 0):
+        raise InputError(f"rmdcwf: remap_cap must be null or a non-negative integer, got {remap_cap!r}")
+    return WorkflowPlanner("rmdcwf", PlannerConfig(laxity_distribution, laxity, tsp, phase_length, remap_trigger,
+                                                   remap_cap))
+
+
+def fifo_workflow() -> WorkflowPlanner:
+    """The FIFO baseline: arrival order, earliest feasible times, no budgeting, no remapping."""
+    return WorkflowPlanner("fifo_workflow", PlannerConfig(budget=False))
