@@ -152,10 +152,10 @@ class Calendar:
         return i // self.slots, i % self.slots, start, self._ends[i][k]
 
     def overlapping(self, lo: float, hi: float) -> Iterator[Hashable]:
-        """Keys of the intervals that intersect ``[lo, hi]`` (resource, then slot, then time order)."""
+        """Keys of the intervals ``[a, b)`` with ``a < hi`` and ``b > lo`` (resource, slot, time order)."""
         for i, starts in enumerate(self._starts):
             ends, keys = self._ends[i], self._keys[i]
-            for k in range(bisect_right(ends, lo), bisect_right(starts, hi)):
+            for k in range(bisect_right(ends, lo), bisect_left(starts, hi)):
                 yield keys[k]
 
     def prune(self, now: float) -> int:
