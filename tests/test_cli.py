@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 
 from sim.__main__ import main
-from tests.conftest import REPO
+from tests.conftest import REPO, real_trace
 
 
 def write(path: Path, text: str) -> Path:
@@ -44,9 +44,9 @@ def test_job_wider_than_machine_is_named(tmp_path: Path, capsys) -> None:
     assert "dropped_oversized = 1" in capsys.readouterr().out
 
 
-def test_swf_header_gives_machine_size(shared_data: Path, tmp_path: Path) -> None:
+def test_swf_header_gives_machine_size(tmp_path: Path) -> None:
     out = tmp_path / "kth.csv"
-    trace = shared_data / "traces" / "KTH-SP2-1996-2.1-cln.swf"
+    trace = real_trace("KTH-SP2-1996-2.1-cln.swf")
     done = subprocess.run([sys.executable, "-m", "sim", str(trace), "--policy", "easy", "--out", str(out)],
                           cwd=REPO, capture_output=True, text=True)
     assert done.returncode == 0, done.stderr

@@ -1,7 +1,8 @@
 """DR_EVT conformance: ``easy`` and ``conservative`` reproduce all 36 × 2 reference outputs exactly.
 
-The expected files are the outputs of DR_EVT's own Python reference schedulers (100 nodes). The
-literal transcription of the seed's pseudocode in ``tests/reference`` must agree too.
+The expected files are the outputs of DR_EVT's own Python reference schedulers (100 nodes), shipped
+in ``tests/data/drevt`` with DR_EVT's LICENSE and NOTICE. The literal transcription of the seed's
+pseudocode in ``tests/reference`` must agree too.
 """
 
 from __future__ import annotations
@@ -14,11 +15,10 @@ import pytest
 from sim import Cluster, simulate
 from sim.policies import make_policy
 from sim.workloads import read_drevt_csv
-from tests.conftest import SHARED_DATA
+from tests.conftest import DREVT
 from tests.reference import seed_pseudocode
 
-DREVT = SHARED_DATA / "drevt"
-TRACES = sorted((DREVT / "traces").glob("*.csv")) if DREVT.is_dir() else []
+TRACES = sorted((DREVT / "traces").glob("*.csv"))
 POLICIES = ["easy", "conservative"]
 
 
@@ -28,8 +28,9 @@ def expected(policy: str, trace: Path) -> dict[int, tuple[float, float]]:
                 for row in csv.DictReader(handle)}
 
 
-def test_the_suite_is_complete(shared_data: Path) -> None:
+def test_the_suite_is_complete() -> None:
     assert len(TRACES) == 36
+    assert (DREVT / "LICENSE").is_file() and (DREVT / "NOTICE").is_file()
 
 
 @pytest.mark.parametrize("policy", POLICIES)

@@ -16,8 +16,7 @@ from sim.core import InputError, Workload, rigid_job
 from sim.workloads import errors as errors_module
 from sim.workloads import offered_load, read_swf, synthetic_hpc, write_jobs_csv
 from sim.workloads import synthetic as synthetic_module
-
-LUBLIN_256 = Path(__file__).resolve().parents[2] / "shared" / "data" / "traces" / "lublin_256.swf"
+from tests.conftest import find_trace, needs_trace
 
 
 def generate(seed: int = 0, **overrides: float) -> Workload:
@@ -127,10 +126,10 @@ def test_realised_load_matches_the_model() -> None:
     assert np.mean(runtime) == pytest.approx(np.mean(expected_runtime(size)), rel=0.05)
 
 
-@pytest.mark.skipif(not LUBLIN_256.is_file(), reason=f"reference trace {LUBLIN_256} is absent")
+@needs_trace("lublin_256.swf")
 def test_matches_the_reference_models_own_output() -> None:
     """lublin_256.swf is m_lublin99.c's output for 256 nodes: our simplified model should look alike."""
-    reference = columns(read_swf(LUBLIN_256))
+    reference = columns(read_swf(find_trace("lublin_256.swf")))
     ours = columns(generate(1, jobs=10_000, nodes=256))
     assert np.mean(reference[1] == 1) == pytest.approx(np.mean(ours[1] == 1), abs=0.025)
     assert np.mean(ours[1]) == pytest.approx(np.mean(reference[1]), rel=0.08)

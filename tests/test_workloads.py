@@ -13,11 +13,7 @@ from hypothesis import strategies as st
 from sim.core import InputError, Job, Workload, rigid_job
 from sim.workloads import load_trace, read_drevt_csv, read_jobs_csv, read_swf, write_jobs_csv
 from sim.workloads.errors import ARCHIVE_URL
-
-SHARED = Path(__file__).resolve().parents[2] / "shared"
-TRACES = SHARED / "data" / "traces"
-DREVT = SHARED / "data" / "drevt"
-needs_shared = pytest.mark.skipif(not SHARED.is_dir(), reason=f"reference data folder {SHARED} is absent")
+from tests.conftest import DREVT, find_trace, needs_trace
 
 
 def record(**fields: object) -> str:
@@ -139,14 +135,15 @@ def test_swf_drop_invalid_skips_and_counts_bad_records(tmp_path: Path) -> None:
     assert workload.notes == {"dropped_invalid": 4}
 
 
-@needs_shared
 @pytest.mark.parametrize(("name", "jobs", "nodes", "notes"), [
-    ("KTH-SP2-1996-2.1-cln.swf", 28_475, 100, {"skipped_no_nodes": 1, "runtime_over_limit": 475}),
-    ("NASA-iPSC-1993-3.1-cln.swf", 18_239, 128, {"nodes_from_allocated": 18_239, "time_limit_from_runtime": 18_239}),
-    ("lublin_256.swf", 10_000, 256, {"nodes_from_allocated": 10_000, "time_limit_from_runtime": 10_000}),
-])
+    pytest.param(name, *counts, marks=needs_trace(name), id=name) for name, *counts in [
+        ("KTH-SP2-1996-2.1-cln.swf", 28_475, 100, {"skipped_no_nodes": 1, "runtime_over_limit": 475}),
+        ("NASA-iPSC-1993-3.1-cln.swf", 18_239, 128,
+         {"nodes_from_allocated": 18_239, "time_limit_from_runtime": 18_239}),
+        ("lublin_256.swf", 10_000, 256, {"nodes_from_allocated": 10_000, "time_limit_from_runtime": 10_000}),
+    ]])
 def test_real_swf_traces(name: str, jobs: int, nodes: int, notes: dict[str, int]) -> None:
-    workload = read_swf(TRACES / name)
+    workload = read_swf(find_trace(name))
     assert (len(workload.jobs), workload.default_nodes, workload.notes) == (jobs, nodes, notes)
     assert all(0 < job.nodes <= nodes and job.runtime >= 0 and job.time_limit >= 0 for job in workload.jobs)
 
@@ -201,8 +198,7 @@ def test_drevt_empty_file(tmp_path: Path, lines: list[str], message: str) -> Non
     assert error_of(read_drevt_csv, path) == f"{path}: {message}"
 
 
-@needs_shared
-@pytest.mark.parametrize("name", sorted(p.name for p in (DREVT / "traces").glob("*.csv")) or ["<absent>"])
+@pytest.mark.parametrize("name", sorted(p.name for p in (DREVT / "traces").glob("*.csv")))
 def test_drevt_reference_traces_match_reference_schedule(name: str) -> None:
     """The reference output lists each job's submit, nodes, limit (``duration``) and run (end − start)."""
     workload = read_drevt_csv(DREVT / "traces" / name)
@@ -215,7 +211,6 @@ def test_drevt_reference_traces_match_reference_schedule(name: str) -> None:
             float(row["end_time"]) - float(row["start_time"]))
 
 
-@needs_shared
 def test_drevt_reference_suite_has_36_traces() -> None:
     assert len(list((DREVT / "traces").glob("*.csv"))) == 36
 
