@@ -32,7 +32,10 @@ METHOD = (
     "interval, t(0.975, n−1)·sd/√n (scipy.stats.t). Digits: the half-width keeps two significant digits "
     "and the mean is rounded to the same decimal place; a cell with n = 1 shows its mean and “—”. "
     "Paired differences subtract the baseline's run with the same seed and configuration (common random "
-    "numbers: same seed, same jobs); n is then the number of pairs."
+    "numbers: same seed, same jobs); n is then the number of pairs. Every cell shows its n. A difference is "
+    "never marked significant from n < 2 or zero variance (identical replications, e.g. a trace replay that "
+    "does not depend on the seed). Runs of one cell from different simulator code (schedlab.code) are "
+    "refused unless --pool-code is given."
 )
 
 

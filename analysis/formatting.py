@@ -5,7 +5,8 @@ and the mean is rounded to the **same decimal place**, i.e. to one digit past th
 leading significant digit — ``1466.3 ± 4.6``, ``0.113 ± 0.012``, ``52000 ± 13000``. A cell with
 n = 1 has no half-width and shows the mean to four significant digits and ``—``
 (``1466 ± —``); a cell with no data shows ``—``; a half-width of 0 (or below 1e-9 of the mean:
-floating-point noise of identical values) shows ``± 0``.
+floating-point noise of identical values) shows ``± 0``. Table cells also show their number of
+replications (or pairs), ``1466.3 ± 4.6 (n=30)``, since cells of one table may differ in n.
 """
 
 from __future__ import annotations
@@ -91,12 +92,13 @@ def wide_cells(
 ) -> pd.DataFrame:
     """Formatted cells: one row per row-factor level, columns ``(metric, column label)``.
 
-    ``summary`` is :func:`analysis.stats.aggregate` (or ``paired_differences``) output; ``star``
-    appends `` *`` to cells whose ``excludes_zero`` is true.
+    ``summary`` is :func:`analysis.stats.aggregate` (or ``paired_differences``) output. Each cell with
+    data ends in its ``(n=…)``; ``star`` appends `` *`` to cells whose ``excludes_zero`` is true.
     """
     frame = summary.copy()
     frame["cell"] = [
-        format_pm(m, h, n, pm, dash) for m, h, n in zip(frame["mean"], frame["half_width"], frame["n"], strict=True)
+        format_pm(m, h, n, pm, dash) + (f" (n={n})" if n else "")
+        for m, h, n in zip(frame["mean"], frame["half_width"], frame["n"], strict=True)
     ]
     if star:
         frame.loc[frame["excludes_zero"].astype(bool), "cell"] += " *"

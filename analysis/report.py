@@ -24,7 +24,7 @@ from pathlib import Path
 
 from analysis import AnalysisError
 from analysis.runs import DEFAULT_EXPERIMENT, SEED_KEY, default_tracking_uri, load_runs
-from analysis.summary import DEFAULT_METRICS, analyse, terminal_text
+from analysis.summary import DEFAULT_METRICS, POOL_CODE_FLAG, analyse, terminal_text
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -48,6 +48,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--baseline", default=None,
                    help="column level the others are paired against (default: the first in sorted order)")
     p.add_argument("--seed-key", default=SEED_KEY, help="the replication param (default: %(default)s)")
+    p.add_argument(POOL_CODE_FLAG, action="store_true",
+                   help="pool runs of one cell even when they come from different simulator code (schedlab.code)")
     p.add_argument("--out", type=Path, default=None, help="report folder (default: reports/<experiment>)")
     p.add_argument("--table-only", action="store_true", help="print the tables only; write nothing")
     p.add_argument("--gantt-run", default=None, metavar="RUN_ID",
@@ -63,7 +65,7 @@ def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
         runs = load_runs(args.experiment, args.tracking_uri or default_tracking_uri(), args.sweep)
-        analysis = analyse(runs, args.rows, args.cols, args.metrics, args.baseline, args.seed_key)
+        analysis = analyse(runs, args.rows, args.cols, args.metrics, args.baseline, args.seed_key, args.pool_code)
         print(terminal_text(analysis), flush=True)
         if args.table_only:
             return 0

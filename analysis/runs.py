@@ -3,7 +3,8 @@
 The run layout is the contract with ``sweeps``: params are the flattened resolved config with
 dotted keys (``policy.name``, ``workload.arrival_rate`` …) and the replication seed as ``seed``;
 metrics are ``group/name`` (``wait/mean``, ``util`` …); tags ``schedlab.run_key``,
-``schedlab.sweep_id``, ``schedlab.error`` (FAILED runs); artifacts ``jobs.parquet`` and
+``schedlab.sweep_id``, ``schedlab.code`` (fingerprint of the simulator code that produced the run),
+``schedlab.error`` (FAILED runs); artifacts ``jobs.parquet`` and
 ``config.yaml``. Nothing here writes to the store.
 """
 
@@ -28,6 +29,8 @@ SEED_KEY = "seed"
 RUN_KEY_TAG = "schedlab.run_key"
 SWEEP_TAG = "schedlab.sweep_id"
 ERROR_TAG = "schedlab.error"
+CODE_TAG = "schedlab.code"
+UNKNOWN_CODE = "unknown"  # the fingerprint of runs logged without a schedlab.code tag
 # Config keys (or key prefixes) that never change a run's result, as the sweeps' ``sweep.non_semantic``
 # default; a run's own logged ``sweep.non_semantic`` list (JSON) is honoured too.
 NON_SEMANTIC = ("tracking", "sweep", "experiment_name", "replications", "workload.base_dir", "hydra")
@@ -80,6 +83,11 @@ class RunSet:
         if clash:
             raise AnalysisError(f"names used both as a config key and a metric: {sorted(clash)}")
         return self.params.reindex(columns=keys).join(self.metrics.reindex(columns=list(metrics)))
+
+    def code_fingerprints(self) -> pd.Series:
+        """Each finished run's ``schedlab.code`` tag; :data:`UNKNOWN_CODE` for runs without one."""
+        tag = self.tags[CODE_TAG] if CODE_TAG in self.tags else pd.Series(index=self.params.index, dtype=object)
+        return tag.reindex(self.params.index).fillna(UNKNOWN_CODE).astype(str).rename(CODE_TAG)
 
     def artifact_table(self, run_id: str, name: str = "jobs.parquet") -> pd.DataFrame | None:
         """A run's Parquet artifact as a frame, or None when the run has no such artifact."""

@@ -7,6 +7,10 @@ with the quantile from :func:`scipy.stats.t.ppf`; it is undefined (NaN) for n < 
 Paired comparisons use common random numbers: runs that differ only in the column factor (the
 policy) and share the seed saw the same jobs, so the per-seed difference removes the workload's
 variance. ``n`` is then the number of pairs.
+
+No difference is called significant from fewer than two pairs or from pairs that all differ by the
+same amount (zero variance, as when every replication is an identical copy because the workload
+does not depend on the seed): the t interval is then undefined or degenerate, not evidence.
 """
 
 from __future__ import annotations
@@ -22,6 +26,8 @@ from analysis import AnalysisError
 CONFIDENCE = 0.95
 COLUMN = "column"  # the combined column-factor label in aggregated frames
 STAT_COLUMNS = ["mean", "sd", "n", "half_width", "ci_low", "ci_high"]
+#: a spread below this fraction of the mean is floating-point noise of identical values
+RELATIVE_NOISE = 1e-9
 
 
 def t_half_width(sd: float | np.ndarray, n: float | np.ndarray, confidence: float = CONFIDENCE) -> np.ndarray:
@@ -37,6 +43,18 @@ def t_half_width(sd: float | np.ndarray, n: float | np.ndarray, confidence: floa
     with np.errstate(invalid="ignore", divide="ignore"):
         dof = np.where(n_arr >= 2, n_arr - 1, np.nan)
         return stats.t.ppf(0.5 + confidence / 2, dof) * sd_arr / np.sqrt(n_arr)
+
+
+def no_spread(summary: pd.DataFrame) -> pd.Series:
+    """Cells whose CI says nothing: n < 2, or zero variance (sd within floating-point noise of 0).
+
+    >>> no_spread(pd.DataFrame({"mean": [3.0, 3.0, 0.0, 3.0], "sd": [1.0, 1e-15, 0.0, float("nan")],
+    ...                         "n": [5, 5, 5, 1]})).tolist()
+    [False, True, True, True]
+    """
+    scale = np.maximum(summary["mean"].abs().to_numpy(dtype=float), 1e-300)
+    sd = summary["sd"].fillna(0.0).to_numpy(dtype=float)
+    return pd.Series((summary["n"].to_numpy() < 2) | (sd <= RELATIVE_NOISE * scale), index=summary.index)
 
 
 def column_labels(design: pd.DataFrame, cols: Sequence[str]) -> pd.Series:
@@ -94,7 +112,8 @@ def paired_differences(
 
     Runs are paired on ``rows`` + ``pair_on`` (other config keys that must match, i.e. every
     varying key except the column factors) + ``seed_key``. Returns a long frame with the row
-    factors, ``column``, ``baseline``, ``metric``, :data:`STAT_COLUMNS` and ``excludes_zero``.
+    factors, ``column``, ``baseline``, ``metric``, :data:`STAT_COLUMNS` and ``excludes_zero``
+    (never true where :func:`no_spread`: n < 2 or zero variance).
     """
     if seed_key not in design:
         raise AnalysisError(f"no {seed_key!r} param in the runs, so runs cannot be paired by seed")
@@ -118,7 +137,7 @@ def paired_differences(
         raise AnalysisError(f"only one column level ({baseline!r}): nothing to compare with")
     out = _summarise(pd.concat(pieces, ignore_index=True), [*rows, COLUMN, "metric"], confidence)
     out.insert(len(rows) + 1, "baseline", baseline)
-    out["excludes_zero"] = (out["n"] >= 2) & (out["mean"].abs() > out["half_width"])
+    out["excludes_zero"] = ~no_spread(out) & (out["mean"].abs() > out["half_width"])
     return out
 
 

@@ -16,10 +16,12 @@ import pandas as pd
 from analysis import AnalysisError
 from analysis.formatting import caption, tidy_csv, to_latex, to_markdown, wide_cells
 from analysis.runs import SEED_KEY, RunSet
-from analysis.stats import aggregate, column_labels, level_text, paired_differences
+from analysis.stats import COLUMN, aggregate, column_labels, level_text, no_spread, paired_differences
 
 DEFAULT_METRICS = ("wait/mean", "bsld/mean", "util")
-PAIRED_NOTE = "mean paired difference (column − baseline) over shared seeds ± 95% CI (t); * = CI excludes 0"
+PAIRED_NOTE = ("mean paired difference (column − baseline) over shared seeds ± 95% CI (t); * = CI excludes 0 "
+               "(never claimed from n < 2 or zero variance)")
+POOL_CODE_FLAG = "--pool-code"
 
 
 @dataclass
@@ -62,10 +64,13 @@ def analyse(
     metrics: Sequence[str] = DEFAULT_METRICS,
     baseline: str | None = None,
     seed_key: str = SEED_KEY,
+    pool_code: bool = False,
 ) -> Analysis:
     """Resolve factor and metric names, aggregate, and compare with ``baseline`` (default: first level).
 
     ``rows`` defaults to every config key that varies (see :func:`analysis.runs.varying_keys`).
+    A cell whose runs come from different simulator code (``schedlab.code`` tags; untagged runs
+    count as one "unknown" fingerprint) is refused unless ``pool_code``.
     """
     col_keys = [runs.resolve_factor(c, seed_key) for c in cols]
     varying = runs.varying(seed_key, col_keys)
@@ -75,9 +80,10 @@ def analyse(
     if not metric_names:
         raise AnalysisError("no metrics requested")
     design = runs.design(list(dict.fromkeys([*row_keys, *varying, *col_keys])), metric_names, seed_key)
+    notes = code_notes(runs, design, row_keys, col_keys, pool_code)
     summary = aggregate(design, row_keys, col_keys, metric_names)
     levels = sorted(column_labels(design, col_keys).unique())
-    notes = []
+    notes += spread_notes(summary, "CI table", "replications")
     pooled = [k for k in varying if k not in row_keys]
     if pooled:
         notes.append(f"cells pool runs over the varying key(s) not used as rows: {', '.join(pooled)}")
@@ -91,8 +97,43 @@ def analyse(
             paired = paired_differences(design, row_keys, col_keys, metric_names, chosen, varying, seed_key)
         except AnalysisError as exc:
             notes.append(f"no paired comparison: {exc}")
+        else:
+            notes += spread_notes(paired, "paired", "pairs", " — no significance claimed for them")
     return Analysis(runs, row_keys, col_keys, metric_names, seed_key, varying, design, summary, levels,
                     chosen if paired is not None else None, paired, notes)
+
+
+def code_notes(runs: RunSet, design: pd.DataFrame, rows: list[str], cols: list[str], pool_code: bool) -> list[str]:
+    """Refuse (or, with ``pool_code``, note) cells pooling runs of different code fingerprints."""
+    cells = design[rows].assign(**{COLUMN: column_labels(design, cols), "code": runs.code_fingerprints()})
+    groups = cells.groupby([*rows, COLUMN], dropna=False, sort=True)["code"]
+    mixed = [(key, codes) for key, codes in groups if codes.nunique() > 1]
+    if not mixed:
+        return []
+    if pool_code:
+        return [f"{len(mixed)} cell(s) pool runs of different simulator code (schedlab.code), as asked"]
+    key, codes = mixed[0]
+    names = [*rows, "-".join(cols)]
+    where = ", ".join(f"{k}={level_text(v)}" for k, v in zip(names, key if isinstance(key, tuple) else (key,),
+                                                              strict=True))
+    versions = ", ".join(f"{code[:12]}: {n} run(s)" for code, n in codes.value_counts().items())
+    raise AnalysisError(f"{len(mixed)} cell(s) mix runs of different simulator code, e.g. {where} ({versions}); "
+                        f"select one sweep with --sweep, rerun it, or pass {POOL_CODE_FLAG} to pool them anyway")
+
+
+def spread_notes(summary: pd.DataFrame, table: str, unit: str, consequence: str = "") -> list[str]:
+    """A note counting the ``table``'s cells with data whose CI says nothing (n < 2 or zero variance)."""
+    with_data = summary[summary["n"] > 0]
+    flat = no_spread(with_data)
+    if not flat.any():
+        return []
+    single = int((with_data["n"] < 2).sum())
+    identical = int(flat.sum()) - single
+    parts = [f"{single} with n = 1"] if single else []
+    if identical:
+        parts.append(f"{identical} with zero variance over their {unit} (identical results: does the workload "
+                     "depend on the seed?)")
+    return [f"{int(flat.sum())} of {len(with_data)} {table} cells have no spread: {'; '.join(parts)}{consequence}"]
 
 
 def header(a: Analysis) -> str:

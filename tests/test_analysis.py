@@ -215,13 +215,14 @@ def test_tables_as_printed(runs) -> None:
     assert a.rows == ["workload.arrival_rate"] and a.levels == ["easy", "conservative"]
     md = to_markdown(a.ci_cells(), a.rows).splitlines()
     assert md[0].startswith("| workload.arrival_rate | wait/mean (s): easy | wait/mean (s): conservative |")
-    assert [c.strip() for c in md[2].split("|")[1:4]] == ["0.5", "13.0 ± 9.0", "16.0 ± 6.6"]
-    assert "40 ± —" in md[4] and "44 ± —" in md[4] and "0.9 ± —" in md[4]
+    assert [c.strip() for c in md[2].split("|")[1:4]] == ["0.5", "13.0 ± 9.0 (n=3)", "16.0 ± 6.6 (n=3)"]
+    assert "40 ± — (n=1)" in md[4] and "44 ± — (n=1)" in md[4] and "0.9 ± — (n=1)" in md[4]
     assert md[2].rstrip(" |").endswith("—")  # fairness/jain was not logged at rate 0.5: no data
     text = terminal_text(a)
     assert "nan" not in text.lower()
-    assert "3.0 ± 2.5 *" in text and "0.0 ± 4.3 |" in text  # paired: significant; 1, −2, 1: sd √3, hw = t
-    assert "0.2 ± 0 *" in text  # bsld: conservative = easy + 0.2 exactly, no floating-point digits
+    assert "3.0 ± 2.5 (n=3) *" in text and "0.0 ± 4.3 (n=3) |" in text  # paired: significant; 1, −2, 1: sd √3
+    # bsld: conservative = easy + 0.2 exactly, no floating-point digits; zero variance: no significance claimed
+    assert "0.2 ± 0 (n=3) |" in text and "0.2 ± 0 (n=2) |" in text
     assert "FAILED runs (1):" in text and "seed=4  RuntimeError: capacity exceeded at t=5" in text
     latex = to_latex(a.ci_cells(), a.rows, "cap", "tab:x")
     for piece in (r"\toprule", r"\midrule", r"\bottomrule", r"\cmidrule(lr){2-3}", r"13.0 $\pm$ 9.0",
