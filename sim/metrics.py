@@ -11,11 +11,10 @@ Metric names are ``group/name``. Definitions:
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
-import numpy as np
-
-from sim.core import SimulationResult
+from sim.core import JobRecord, SimulationResult
 
 BSLD_TAU = 10.0
 
@@ -33,7 +32,7 @@ def job_table(result: SimulationResult) -> dict[str, list[Any]]:
         columns[resource] = [r.job.demand[k] for r in records]
     columns["time_limit"] = [r.job.time_limit for r in records]
     columns["wait"] = [r.start - r.job.submit for r in records]
-    columns["bsld"] = _bounded_slowdown(records).tolist()
+    columns["bsld"] = _bounded_slowdown(records)
     columns["machine"] = [r.machine for r in records]
     if any(r.job.user for r in records):
         columns["user"] = [r.job.user for r in records]
@@ -42,10 +41,22 @@ def job_table(result: SimulationResult) -> dict[str, list[Any]]:
     return columns
 
 
-def _bounded_slowdown(records: list) -> np.ndarray:
-    wait = np.array([r.start - r.job.submit for r in records], dtype=float)
-    run = np.array([r.end - r.start for r in records], dtype=float)
-    return np.maximum(1.0, (wait + run) / np.maximum(run, BSLD_TAU))
+def _bounded_slowdown(records: list[JobRecord]) -> list[float]:
+    return [max(1.0, ((r.start - r.job.submit) + (r.end - r.start)) / max(r.end - r.start, BSLD_TAU)) for r in records]
+
+
+def percentile(ordered: list[float], q: float) -> float:
+    """The ``q``-th percentile of sorted values, linearly interpolated exactly as ``numpy.percentile``
+    does by default (plain Python, so replaying a trace does not import numpy).
+
+    >>> percentile([1.0, 2.0, 3.0, 4.0], 50), percentile([0.0, 10.0, 20.0], 75)
+    (2.5, 15.0)
+    """
+    index = q / 100 * (len(ordered) - 1)
+    below = math.floor(index)
+    a, b = ordered[below], ordered[min(below + 1, len(ordered) - 1)]
+    t = index - below
+    return b - (b - a) * (1 - t) if t >= 0.5 else a + (b - a) * t
 
 
 def summarize(result: SimulationResult) -> dict[str, float]:
@@ -53,30 +64,26 @@ def summarize(result: SimulationResult) -> dict[str, float]:
     records = result.records
     if not records:
         return {"jobs": 0.0}
-    submit = np.array([r.job.submit for r in records], dtype=float)
-    start = np.array([r.start for r in records], dtype=float)
-    end = np.array([r.end for r in records], dtype=float)
-    wait = start - submit
-    turnaround = end - submit
-    bsld = _bounded_slowdown(records)
-    span = float(end.max() - submit.min())
+    n = len(records)
+    wait = sorted(r.start - r.job.submit for r in records)
+    bsld = sorted(_bounded_slowdown(records))
+    span = float(max(r.end for r in records) - min(r.job.submit for r in records))
     summary: dict[str, float] = {
-        "jobs": float(len(records)),
-        "wait/mean": float(wait.mean()),
-        "wait/p50": float(np.percentile(wait, 50)),
-        "wait/p95": float(np.percentile(wait, 95)),
-        "wait/max": float(wait.max()),
-        "bsld/mean": float(bsld.mean()),
-        "bsld/p95": float(np.percentile(bsld, 95)),
-        "bsld/max": float(bsld.max()),
-        "turnaround/mean": float(turnaround.mean()),
+        "jobs": float(n),
+        "wait/mean": math.fsum(wait) / n,
+        "wait/p50": percentile(wait, 50),
+        "wait/p95": percentile(wait, 95),
+        "wait/max": float(wait[-1]),
+        "bsld/mean": math.fsum(bsld) / n,
+        "bsld/p95": percentile(bsld, 95),
+        "bsld/max": bsld[-1],
+        "turnaround/mean": math.fsum(r.end - r.job.submit for r in records) / n,
         "makespan": span,
     }
     totals = result.cluster.total
-    demand = np.array([r.job.demand for r in records], dtype=float)
-    busy = (demand * (end - start)[:, None]).sum(axis=0)
     for k, resource in enumerate(result.cluster.resources):
-        util = float(busy[k] / (totals[k] * span)) if span > 0 else 0.0
+        busy = math.fsum(r.job.demand[k] * (r.end - r.start) for r in records)
+        util = float(busy / (totals[k] * span)) if span > 0 else 0.0
         key = "util" if len(totals) == 1 else f"util/{resource}"
         summary[key] = util
     return summary

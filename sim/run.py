@@ -14,10 +14,8 @@ from typing import Any
 
 from sim.core import Cluster, InputError, SimulationResult, Workload
 from sim.engine import simulate, validate_jobs
-from sim.fairness import dominant_share_timeline, fairness_summary
 from sim.metrics import job_table, summarize
 from sim.policies.base import Policy
-from sim.workflows.metrics import task_table, workflow_summary, workflow_table
 
 Tables = dict[str, dict[str, list[Any]]]
 MetricSet = Callable[[SimulationResult, Workload], tuple[dict[str, float], Tables]]
@@ -28,12 +26,16 @@ def _hpc(result: SimulationResult, workload: Workload) -> tuple[dict[str, float]
 
 
 def _multires(result: SimulationResult, workload: Workload) -> tuple[dict[str, float], Tables]:
+    from sim.fairness import dominant_share_timeline, fairness_summary  # only multi-resource runs need them
+
     weights = getattr(workload, "weights", {})  # same yardstick for every policy
     summary = summarize(result) | fairness_summary(result, weights)
     return summary, {"jobs": job_table(result), "dominant_shares": dominant_share_timeline(result)}
 
 
 def _workflow(result: SimulationResult, workload: Workload) -> tuple[dict[str, float], Tables]:
+    from sim.workflows.metrics import task_table, workflow_summary, workflow_table  # only workflow runs need them
+
     return (workflow_summary(result, workload.warmup),
             {"tasks": task_table(result), "workflows": workflow_table(result)})
 

@@ -1,16 +1,28 @@
-"""Scheduling policies, selectable by name (see :data:`POLICIES`)."""
+"""Scheduling policies, selectable by name (see :data:`POLICIES`).
+
+The fair-share and workflow families are imported on first use: they pull in numpy and the
+RM-DCWF planner, which replaying a trace with a backfilling policy never needs.
+"""
 
 from __future__ import annotations
 
+import importlib
 from collections.abc import Callable
 
 from sim.core import InputError
 from sim.policies.backfill import SeedBackfill
 from sim.policies.base import EngineView, Policy
-from sim.policies.fair_share import asset_fair, cpu_fair, drf, drf_weighted, fcfs_multi
 from sim.policies.profile import ProfileBackfill
 from sim.policies.queue_order import QUEUE_ORDERS
-from sim.policies.rmdcwf import fifo_workflow, rmdcwf
+
+
+def _lazy(module: str, name: str) -> Callable[..., Policy]:
+    """The factory ``module.name``, imported when first called."""
+    def factory(**options: object) -> Policy:
+        return getattr(importlib.import_module(module), name)(**options)
+    factory.__name__ = factory.__qualname__ = name
+    return factory
+
 
 #: name → factory(order) for every policy the simulator offers.
 POLICIES: dict[str, Callable[..., Policy]] = {
@@ -20,14 +32,14 @@ POLICIES: dict[str, Callable[..., Policy]] = {
     "easy_classic": lambda order="fcfs": ProfileBackfill("easy_classic", depth=1, order=order),
     "conservative_classic": lambda order="fcfs": ProfileBackfill("conservative_classic", depth=None, order=order),
     # multi-resource fair share (sim/policies/fair_share.py): options placement, weights, resource
-    "drf": drf,
-    "drf_weighted": drf_weighted,
-    "fcfs_multi": fcfs_multi,
-    "cpu_fair": cpu_fair,
-    "asset_fair": asset_fair,
+    "drf": _lazy("sim.policies.fair_share", "drf"),
+    "drf_weighted": _lazy("sim.policies.fair_share", "drf_weighted"),
+    "fcfs_multi": _lazy("sim.policies.fair_share", "fcfs_multi"),
+    "cpu_fair": _lazy("sim.policies.fair_share", "cpu_fair"),
+    "asset_fair": _lazy("sim.policies.fair_share", "asset_fair"),
     # deadline-constrained workflows (sim/policies/rmdcwf.py): RM-DCWF and its FIFO baseline
-    "rmdcwf": rmdcwf,
-    "fifo_workflow": fifo_workflow,
+    "rmdcwf": _lazy("sim.policies.rmdcwf", "rmdcwf"),
+    "fifo_workflow": _lazy("sim.policies.rmdcwf", "fifo_workflow"),
 }
 
 

@@ -3,18 +3,19 @@
 Every reader returns a :class:`~sim.core.Workload` whose ``notes`` count the values it repaired
 or the records it skipped, and raises :class:`~sim.core.InputError` naming file, line and field
 for bad input. Real traces come from the Parallel Workloads Archive
-(https://www.cs.huji.ac.il/labs/parallel/workload/); :func:`synthetic_hpc` needs no download.
+(https://www.cs.huji.ac.il/labs/parallel/workload/); :func:`synthetic_hpc` needs no download. The
+generator (and numpy with it) is imported on first use, so replaying a trace does without.
 """
 
 from __future__ import annotations
 
+import importlib
 from pathlib import Path
 
 from sim.core import InputError, Workload
 from sim.workloads.csv_traces import parse_drevt_csv, parse_jobs_csv, read_drevt_csv, read_jobs_csv, write_jobs_csv
 from sim.workloads.errors import read_text
 from sim.workloads.swf import parse_swf, read_swf
-from sim.workloads.synthetic import offered_load, synthetic_hpc
 
 FORMATS = ("swf", "drevt_csv", "jobs_csv")
 _PARSERS = {"swf": parse_swf, "drevt_csv": parse_drevt_csv, "jobs_csv": parse_jobs_csv}
@@ -29,6 +30,13 @@ __all__ = [
     "synthetic_hpc",
     "write_jobs_csv",
 ]
+
+
+def __getattr__(name: str) -> object:
+    """``offered_load`` and ``synthetic_hpc`` from :mod:`sim.workloads.synthetic`, imported on first use."""
+    if name in ("offered_load", "synthetic_hpc"):
+        return getattr(importlib.import_module("sim.workloads.synthetic"), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def load_trace(path: str | Path, fmt: str | None = None) -> Workload:
