@@ -30,6 +30,10 @@ def write(tmp_path: Path, name: str, *lines: str) -> Path:
     return path
 
 
+#: how every reader words a time outside [0, MAX_SECONDS]
+TIME_RANGE = "expected a time in seconds, 0 ≤ t ≤ 1e+10 (about 317 years)"
+
+
 def error_of(reader, path: Path) -> str:
     with pytest.raises(InputError) as info:
         reader(path)
@@ -97,6 +101,8 @@ def test_swf_reads_gzip(tmp_path: Path) -> None:
     (record(f1=2, f8=4.5), "field 8 (requested processors): expected an integer, got '4.5'"),
     (record(f1=2, f4="nan"), "field 4 (run time): expected a number, got 'nan'"),
     (record(f1=2, f2=-5), "field 2 (submit time): expected a time ≥ 0, got '-5'"),
+    (record(f1=2, f4="1e300"), f"field 4 (run time): {TIME_RANGE}, got '1e300'"),
+    (record(f1=2, f9="2e10"), f"field 9 (requested time): {TIME_RANGE}, got '2e10'"),
     (record(f1=2) + " 0", "expected 18 whitespace-separated fields, got 19"),
     (record(f1=2).rsplit(" ", 1)[0], "expected 18 whitespace-separated fields, got 17"),
 ])
@@ -168,13 +174,15 @@ def test_drevt_without_runtime_column(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize(("row", "message"), [
-    ("x,4,10", "column 'job_submit_time': expected a number ≥ 0, got 'x'"),
-    ("-1,4,10", "column 'job_submit_time': expected a number ≥ 0, got '-1'"),
+    ("x,4,10", f"column 'job_submit_time': {TIME_RANGE}, got 'x'"),
+    ("-1,4,10", f"column 'job_submit_time': {TIME_RANGE}, got '-1'"),
     ("0,0,10", "column 'num_nodes': expected an integer ≥ 1, got '0'"),
     ("0,-3,10", "column 'num_nodes': expected an integer ≥ 1, got '-3'"),
     ("0,2.5,10", "column 'num_nodes': expected an integer ≥ 1, got '2.5'"),
-    ("0,4,-10", "column 'time_limit': expected a number ≥ 0, got '-10'"),
-    ("0,4,inf", "column 'time_limit': expected a number ≥ 0, got 'inf'"),
+    ("0,4,-10", f"column 'time_limit': {TIME_RANGE}, got '-10'"),
+    ("0,4,inf", f"column 'time_limit': {TIME_RANGE}, got 'inf'"),
+    ("0,4,1e300", f"column 'time_limit': {TIME_RANGE}, got '1e300'"),
+    ("1e11,4,10", f"column 'job_submit_time': {TIME_RANGE}, got '1e11'"),
     ("0,4", "expected 3 comma-separated cells as in the header, got 2"),
 ])
 def test_drevt_bad_value_names_file_line_and_column(tmp_path: Path, row: str, message: str) -> None:
@@ -234,7 +242,8 @@ def test_jobs_csv_missing_column_lists_expected(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize(("row", "message"), [
     ("1,0,1,1,1", "column 'job_id': duplicate id 1 (first on line 2)"),
-    ("2,0,1,1,-1", "column 'actual_runtime': expected a number ≥ 0, got '-1'"),
+    ("2,0,1,1,-1", f"column 'actual_runtime': {TIME_RANGE}, got '-1'"),
+    ("2,0,1,1,1e300", f"column 'actual_runtime': {TIME_RANGE}, got '1e300'"),
     ("x,0,1,1,1", "column 'job_id': expected an integer ≥ 0, got 'x'"),
 ])
 def test_jobs_csv_bad_rows(tmp_path: Path, row: str, message: str) -> None:

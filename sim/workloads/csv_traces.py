@@ -6,8 +6,9 @@ Rules shared by both readers (each a test in ``tests/test_workloads.py``):
   order. A missing required column is an error that names it and lists the expected columns;
   unknown columns are ignored. A row with more or fewer cells than the header is an error.
 * Blank lines are skipped. Gzip-compressed files are read transparently.
-* Times are seconds: a submit time, time limit or run time must be a finite number ≥ 0; a node
-  count must be an integer ≥ 1 (``4.0`` is accepted as 4). Anything else is an error naming the
+* Times are seconds: a submit time, time limit or run time must be a number in [0, 1e10] (1e10 s is
+  about 317 years: ``MAX_SECONDS``, beyond which a value is not physical); a node count must be an
+  integer ≥ 1 (``4.0`` is accepted as 4). Anything else is an error naming the
   file, line, column and what was expected. Unsorted submit times are fine (the engine sorts).
 * A file with no job rows is an error.
 
@@ -35,8 +36,8 @@ from collections import Counter
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 
-from sim.core import InputError, Job, Workload, rigid_job
-from sim.workloads.errors import parse_count, parse_number, read_text
+from sim.core import InputError, Job, Workload
+from sim.workloads.errors import MAX_SECONDS, parse_count, parse_time, read_text
 
 DREVT_REQUIRED = ("job_submit_time", "num_nodes", "time_limit")
 DREVT_RUNTIME = "actual_run_time"
@@ -61,15 +62,14 @@ def parse_drevt_csv(text: str, name: str) -> Workload:
     notes: Counter[str] = Counter()
     jobs = []
     for index, (line, row) in enumerate(_rows(text, name, DREVT_REQUIRED, (DREVT_RUNTIME,))):
-        where = f"{name}:{line}"
-        submit, nodes, limit = _rigid_fields(row, where, DREVT_REQUIRED)
+        submit, nodes, limit = _rigid_fields(row, name, line, DREVT_REQUIRED)
         runtime_text = row.get(DREVT_RUNTIME, "").strip()
         if runtime_text:
-            runtime = parse_number(runtime_text, where, f"column {DREVT_RUNTIME!r}")
+            runtime = parse_time(runtime_text, name, line, f"column {DREVT_RUNTIME!r}")
         else:
             runtime = limit
             notes["runtime_from_time_limit"] += 1
-        jobs.append(rigid_job(index, submit, nodes, limit, runtime))
+        jobs.append(Job(index, submit, (nodes,), limit, runtime))
     return _workload(jobs, name, notes)
 
 
@@ -83,8 +83,8 @@ def parse_jobs_csv(text: str, name: str) -> Workload:
         if job_id in first_line:
             raise InputError(f"{where}: column 'job_id': duplicate id {job_id} (first on line {first_line[job_id]})")
         first_line[job_id] = line
-        submit, nodes, limit = _rigid_fields(row, where, JOBS_COLUMNS[1:4])
-        runtime = parse_number(row["actual_runtime"], where, "column 'actual_runtime'")
+        submit, nodes, limit = _rigid_fields(row, name, line, JOBS_COLUMNS[1:4])
+        runtime = parse_time(row["actual_runtime"], name, line, "column 'actual_runtime'")
         jobs.append(Job(job_id, submit, (nodes,), limit, runtime, user=row.get(JOBS_USER, "")))
     return _workload(jobs, name, Counter())
 
@@ -120,14 +120,15 @@ def _rows(text: str, name: str, required: Sequence[str], optional: Sequence[str]
     if len(set(header)) != len(header):
         raise InputError(f"{where}: duplicate column names in header {', '.join(header)}")
     count = 0
+    width = len(header)
     for cells in reader:
-        if not _filled(cells):
+        if not (cells and cells[0].strip()) and not _filled(cells):  # the first cell decides most rows
             continue
-        if len(cells) != len(header):
-            raise InputError(f"{name}:{reader.line_num}: expected {len(header)} comma-separated cells as in "
+        if len(cells) != width:
+            raise InputError(f"{name}:{reader.line_num}: expected {width} comma-separated cells as in "
                              f"the header, got {len(cells)}")
         count += 1
-        yield reader.line_num, dict(zip(header, cells, strict=True))
+        yield reader.line_num, dict(zip(header, cells))  # noqa: B905 (widths checked above)
     if not count:
         raise InputError(f"{name}: no jobs: the file has a header but no job rows")
 
@@ -137,13 +138,22 @@ def _filled(cells: list[str]) -> bool:
     return any(cell.strip() for cell in cells)
 
 
-def _rigid_fields(row: Row, where: str, columns: Sequence[str]) -> tuple[float, int, float]:
-    """Submit time, node count and time limit from the named ``columns`` of ``row``."""
+def _rigid_fields(row: Row, name: str, line: int, columns: Sequence[str]) -> tuple[float, int, float]:
+    """Submit time, node count and time limit from the named ``columns`` of ``row``.
+
+    This runs once per row: a fast screen first, the field-by-field check (and its message) only if it fails.
+    """
     submit_col, nodes_col, limit_col = columns
-    submit = parse_number(row[submit_col], where, f"column {submit_col!r}")
-    nodes = parse_count(row[nodes_col], where, f"column {nodes_col!r}")
-    limit = parse_number(row[limit_col], where, f"column {limit_col!r}")
-    return submit, nodes, limit
+    try:
+        submit, nodes, limit = float(row[submit_col]), int(row[nodes_col]), float(row[limit_col])
+    except ValueError:
+        pass
+    else:
+        if 0 <= submit <= MAX_SECONDS and nodes >= 1 and 0 <= limit <= MAX_SECONDS:
+            return submit, nodes, limit
+    return (parse_time(row[submit_col], name, line, f"column {submit_col!r}"),
+            parse_count(row[nodes_col], f"{name}:{line}", f"column {nodes_col!r}"),
+            parse_time(row[limit_col], name, line, f"column {limit_col!r}"))
 
 
 def _workload(jobs: list[Job], name: str, notes: Counter[str]) -> Workload:

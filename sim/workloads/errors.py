@@ -13,6 +13,10 @@ from pathlib import Path
 from sim.core import InputError
 
 ARCHIVE_URL = "https://www.cs.huji.ac.il/labs/parallel/workload/"
+#: the largest time (s) a trace may hold, about 317 years: beyond it a value is not physical (a run
+#: time of 1e300 would become the makespan), a trace is in milliseconds by mistake (Unix time in ms is
+#: ~1.7e12), and a float no longer resolves microseconds
+MAX_SECONDS = 1e10
 _GZIP_MAGIC = b"\x1f\x8b"
 
 
@@ -51,6 +55,30 @@ def parse_number(text: str, where: str, field: str, *, minimum: float = 0.0) -> 
     if not (math.isfinite(value) and value >= minimum):
         raise InputError(f"{where}: {field}: expected a number ≥ {minimum:g}, got {text!r}")
     return value
+
+
+def time_error(where: str, field: str, text: str) -> InputError:
+    """The one message for a time that is not a number of seconds in [0, :data:`MAX_SECONDS`]."""
+    return InputError(f"{where}: {field}: expected a time in seconds, 0 ≤ t ≤ {MAX_SECONDS:g} (about 317 years), "
+                      f"got {text!r}")
+
+
+def parse_time(text: str, name: str, line: int, field: str) -> float:
+    """``text`` as seconds in [0, :data:`MAX_SECONDS`]; the message (``name:line``) is built only on failure.
+
+    >>> parse_time("60", "t.csv", 2, "column 'time_limit'")
+    60.0
+    >>> parse_time("1e300", "t.csv", 2, "column 'time_limit'")  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    sim.core.InputError: t.csv:2: column 'time_limit': expected a time in seconds, 0 ≤ t ≤ 1e+10 ..., got '1e300'
+    """
+    try:
+        value = float(text)
+    except ValueError:
+        value = math.nan
+    if 0 <= value <= MAX_SECONDS:  # False for NaN
+        return value
+    raise time_error(f"{name}:{line}", field, text)
 
 
 def parse_count(text: str, where: str, field: str, *, minimum: int = 1) -> int:

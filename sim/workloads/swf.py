@@ -28,7 +28,8 @@ which holds only non-zero counts):
   (``MaxProcs`` > ``MaxNodes``) give the machine size explicitly instead.
 * Errors (an :class:`~sim.core.InputError` naming file, line and field): a record without exactly
   18 fields; a field that is not a finite number; a non-integral job number, processor count or
-  user; a negative submit time (a job must arrive to be simulated); a duplicate job number; a
+  user; a negative submit time (a job must arrive to be simulated); a submit, run or requested time
+  above ``MAX_SECONDS`` (1e10 s, about 317 years: not physical); a duplicate job number; a
   non-integral ``MaxNodes``/``MaxProcs`` header; a file with no usable job. With
   ``drop_invalid=True`` the per-record errors skip the record instead (``dropped_invalid``).
 * Records need not be sorted by submit time (the engine sorts).
@@ -41,7 +42,7 @@ from collections import Counter
 from pathlib import Path
 
 from sim.core import InputError, Job, Workload
-from sim.workloads.errors import read_text
+from sim.workloads.errors import MAX_SECONDS, read_text, time_error
 
 FIELDS = (
     "job number", "submit time", "wait time", "run time", "allocated processors", "average CPU time",
@@ -49,6 +50,7 @@ FIELDS = (
     "group", "executable", "queue", "partition", "preceding job", "think time",
 )
 _INTEGER_FIELDS = (0, 4, 7, 11)
+_TIME_FIELDS = (1, 3, 8)  # submit, run and requested time
 _NODE_HEADERS = ("MaxNodes", "MaxProcs")
 _DROPPED = ("skipped", "dropped")
 
@@ -102,6 +104,9 @@ def _job(parts: list[str], name: str, line: int, notes: Counter[str]) -> Job | N
     job_number, submit, _, runtime, allocated, _, _, requested, requested_time = values[:9]
     if submit < 0:
         raise InputError(f"{name}:{line}: field 2 (submit time): expected a time ≥ 0, got {parts[1]!r}")
+    if max(submit, runtime, requested_time) > MAX_SECONDS:
+        bad = next(index for index in _TIME_FIELDS if values[index] > MAX_SECONDS)
+        raise time_error(f"{name}:{line}", f"field {bad + 1} ({FIELDS[bad]})", parts[bad])
     nodes = requested if requested > 0 else allocated
     if nodes <= 0 or runtime < 0:
         notes["skipped_no_nodes" if nodes <= 0 else "skipped_no_runtime"] += 1
