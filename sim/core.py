@@ -174,6 +174,8 @@ class Workload:
     workflows: tuple[Workflow, ...] = ()
     #: leading workflows (by arrival) left out of the metrics: the system starts empty
     warmup: int = 0
+    #: job id → line of ``source`` it was read from (trace readers), so errors found later can point there
+    lines: dict[int, int] = field(default_factory=dict)
 
 
 @dataclass(frozen=True, slots=True)

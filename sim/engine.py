@@ -32,6 +32,25 @@ class SchedulingError(RuntimeError):
     """A policy decided something impossible (a bug in the policy, not in the input)."""
 
 
+class OversizedJobError(InputError):
+    """A job wider than every machine. Each interface names its own way to skip such jobs (``fix``)
+    and the file and line the job came from, via :meth:`describe`."""
+
+    def __init__(self, job: Job, cluster: Cluster) -> None:
+        self.job_id = job.id
+        demand = ", ".join(f"{r}={d:g}" for r, d in zip(cluster.resources, job.demand, strict=True))
+        most = [max(machine[k] for machine in cluster.machines) for k in range(len(cluster.resources))]
+        largest = ", ".join(f"{r}={c:g}" for r, c in zip(cluster.resources, most, strict=True))
+        machines = "the machine has" if len(cluster.machines) == 1 else "no machine has more than"
+        self.problem = f"job {job.id} needs {demand} but {machines} {largest}"
+        super().__init__(self.describe())
+
+    def describe(self, source: str = "", line: int | None = None, fix: str = "drop_oversized=True") -> str:
+        """``FILE:LINE: job 7 needs nodes=50 but the machine has nodes=10; FIX skips such jobs``."""
+        where = f"{source}:{line}: " if source and line else f"{source}: " if source else ""
+        return f"{where}{self.problem}; {fix} skips such jobs"
+
+
 def validate_jobs(jobs: Sequence[Job], cluster: Cluster, drop_oversized: bool = False) -> tuple[list[Job], int]:
     """Check ids are unique and every job fits on some machine.
 
@@ -50,11 +69,7 @@ def validate_jobs(jobs: Sequence[Job], cluster: Cluster, drop_oversized: bool = 
             if drop_oversized:
                 dropped += 1
                 continue
-            raise InputError(
-                f"job {job.id}: demand {dict(zip(cluster.resources, job.demand, strict=True))} exceeds every "
-                f"machine (capacity {cluster.machines[0] if len(cluster.machines) == 1 else cluster.machines}); "
-                "use drop_oversized to skip such jobs"
-            )
+            raise OversizedJobError(job, cluster)
         kept.append(job)
     missing = {p for job in kept for p in job.parents} - {job.id for job in kept}
     if missing:

@@ -16,6 +16,7 @@ from hydra.errors import InstantiationException
 from hydra.utils import instantiate
 
 from sim.core import Cluster, InputError
+from sim.engine import OversizedJobError
 from sim.policies.base import EngineView
 from sim.run import check_kind, run
 from sweeps.specs import TRACE_SOURCES
@@ -88,7 +89,11 @@ def run_one(cfg: dict[str, Any]) -> RunOutcome:
     workload = parts.workload.build(np.random.default_rng(parts.seed), cluster)
     cluster = cluster or parts.cluster.build(workload.default_nodes)
     policy = _instantiate("policy", cfg, weights=getattr(workload, "weights", None))
-    done = run(workload, cluster, policy, kill_at_limit=parts.kill_at_limit, drop_oversized=parts.drop_oversized)
+    try:
+        done = run(workload, cluster, policy, kill_at_limit=parts.kill_at_limit, drop_oversized=parts.drop_oversized)
+    except OversizedJobError as error:
+        fix = "engine.drop_oversized=true"
+        raise InputError(error.describe(workload.source, workload.lines.get(error.job_id), fix)) from None
     return RunOutcome(summary=done.summary, tables=done.tables, notes=done.notes, seconds=time.perf_counter() - tic)
 
 

@@ -61,7 +61,9 @@ def parse_drevt_csv(text: str, name: str) -> Workload:
     """Parse DR_EVT simple CSV ``text``; ``name`` (the file) prefixes error messages."""
     notes: Counter[str] = Counter()
     jobs = []
+    lines: dict[int, int] = {}
     for index, (line, row) in enumerate(_rows(text, name, DREVT_REQUIRED, (DREVT_RUNTIME,))):
+        lines[index] = line
         submit, nodes, limit = _rigid_fields(row, name, line, DREVT_REQUIRED)
         runtime_text = row.get(DREVT_RUNTIME, "").strip()
         if runtime_text:
@@ -70,7 +72,7 @@ def parse_drevt_csv(text: str, name: str) -> Workload:
             runtime = limit
             notes["runtime_from_time_limit"] += 1
         jobs.append(Job(index, submit, (nodes,), limit, runtime))
-    return _workload(jobs, name, notes)
+    return _workload(jobs, name, notes, lines)
 
 
 def parse_jobs_csv(text: str, name: str) -> Workload:
@@ -86,7 +88,7 @@ def parse_jobs_csv(text: str, name: str) -> Workload:
         submit, nodes, limit = _rigid_fields(row, name, line, JOBS_COLUMNS[1:4])
         runtime = parse_time(row["actual_runtime"], name, line, "column 'actual_runtime'")
         jobs.append(Job(job_id, submit, (nodes,), limit, runtime, user=row.get(JOBS_USER, "")))
-    return _workload(jobs, name, Counter())
+    return _workload(jobs, name, Counter(), first_line)
 
 
 def write_jobs_csv(workload: Workload, path: str | Path) -> None:
@@ -156,10 +158,10 @@ def _rigid_fields(row: Row, name: str, line: int, columns: Sequence[str]) -> tup
             parse_time(row[limit_col], name, line, f"column {limit_col!r}"))
 
 
-def _workload(jobs: list[Job], name: str, notes: Counter[str]) -> Workload:
-    """Bundle ``jobs`` with the informational over-limit count."""
+def _workload(jobs: list[Job], name: str, notes: Counter[str], lines: dict[int, int]) -> Workload:
+    """Bundle ``jobs`` with the informational over-limit count and each job's line."""
     notes["runtime_over_limit"] = sum(job.runtime > job.time_limit for job in jobs)
-    return Workload(jobs, source=name, notes={key: n for key, n in notes.items() if n})
+    return Workload(jobs, source=name, notes={key: n for key, n in notes.items() if n}, lines=lines)
 
 
 def _exact(value: float) -> int | float:

@@ -90,7 +90,7 @@ def parse_swf(text: str, name: str, *, drop_invalid: bool = False) -> Workload:
             jobs.append(job)
     _check_not_empty(name, records, jobs, notes)
     default_nodes = next((header[key] for key in _NODE_HEADERS if header.get(key, 0) > 0), None)
-    return Workload(jobs, source=name, default_nodes=default_nodes, notes=dict(notes))
+    return Workload(jobs, source=name, default_nodes=default_nodes, notes=dict(notes), lines=first_line)
 
 
 def _job(parts: list[str], name: str, line: int, notes: Counter[str]) -> Job | None:
