@@ -15,6 +15,10 @@ from pathlib import Path
 import numpy as np
 
 from sim.core import Cluster, InputError, Workload
+from sim.workflows.files import read_stream, write_stream
+from sim.workflows.generators import GENERATORS
+from sim.workflows.stream import check_stream, workflow_stream
+from sim.workflows.wfformat import wfformat_stream
 from sim.workloads import FORMATS, load_trace, synthetic_hpc
 from sim.workloads.multires import multires_cluster, multires_workload
 
@@ -142,3 +146,130 @@ class MultiResTasks:
 
 def _positive(value: object) -> bool:
     return isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value) and value > 0
+
+
+@dataclass(frozen=True)
+class SlottedCluster:
+    """RM-DCWF's system: ``m`` identical resources running at most ``c_r`` tasks each."""
+
+    m: int = 50
+    c_r: int = 2
+
+    fixed = True
+
+    def __post_init__(self) -> None:
+        for name in ("m", "c_r"):
+            value = getattr(self, name)
+            if not isinstance(value, int) or isinstance(value, bool) or value <= 0:
+                raise InputError(f"cluster.{name} must be a positive integer, got {value!r}")
+
+    def build(self, workload_nodes: int | None = None) -> Cluster:
+        return Cluster.slotted(self.m, self.c_r)
+
+
+def _slotted(cluster: Cluster | None, workload: str) -> tuple[int, int]:
+    """(m, c_r) of a slotted cluster, or a clear refusal."""
+    if cluster is None or cluster.resources != ("slots",):
+        raise InputError(f"{workload} needs a slotted cluster (m resources × c_r slots): use cluster=rmdcwf")
+    return len(cluster.machines), int(cluster.machines[0][0])
+
+
+@dataclass(frozen=True)
+class _StreamParams:
+    """The open-stream parameters shared by generated and WfFormat streams (see
+    :mod:`sim.workflows.stream`)."""
+
+    kind = "workflow"  # the metric set and the policies that fit (sim.run)
+
+    arrival_rate: float = 1 / 180
+    s_max: int = 50_000
+    em_max: float = 5.0
+    jobs: int = 2000
+    warmup: int = 200
+    save_stream: bool = False
+
+    def __post_init__(self) -> None:
+        check_stream(self.jobs, self.warmup, self.arrival_rate, self.s_max, self.em_max)
+
+    def _stream_args(self, cluster: Cluster | None, workload: str) -> dict:
+        m, c_r = _slotted(cluster, workload)
+        return {"jobs": self.jobs, "arrival_rate": float(self.arrival_rate), "s_max": self.s_max,
+                "em_max": float(self.em_max), "warmup": self.warmup, "machines": m, "slots": c_r}
+
+    def stream_file(self, workload: Workload, cluster: Cluster, path: str | Path) -> Path:
+        """Save ``workload`` as a workflow-stream JSON file (the ``save_stream`` artifact)."""
+        m, c_r = _slotted(cluster, "a workflow stream file")
+        return write_stream(path, workload.workflows, m, c_r)
+
+
+@dataclass(frozen=True)
+class WorkflowStream(_StreamParams):
+    """Generated ``type`` (cybershake | ligo | genome) workflows of ``n`` tasks in an open stream."""
+
+    type: str = "ligo"
+    n: int = 50
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        if self.type not in GENERATORS:
+            raise InputError(f"workload.type must be one of {', '.join(GENERATORS)}, got {self.type!r}")
+        if not isinstance(self.n, int) or isinstance(self.n, bool):
+            raise InputError(f"workload.n must be an integer task count, got {self.n!r}")
+        GENERATORS[self.type](np.random.default_rng(0), self.n)  # n too small → InputError
+
+    def build(self, rng: np.random.Generator, cluster: Cluster | None) -> Workload:
+        return workflow_stream(rng, self.type, n=self.n, **self._stream_args(cluster, f"workload {self.type}"))
+
+
+@dataclass(frozen=True)
+class WfFormatFolder(_StreamParams):
+    """An open stream whose arrivals each draw one WfFormat instance of ``path`` (a folder of
+    ``*.json``) uniformly; relative paths are read from ``base_dir``."""
+
+    path: str = "???"
+    base_dir: str = "."
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        if not self.path or self.path == "???":
+            raise InputError("workload.path is required: a folder of WfFormat (WfCommons) instance JSON files")
+        if not self.folder.is_dir():
+            raise InputError(f"workload.path: WfFormat folder not found: {self.folder}")
+
+    @property
+    def folder(self) -> Path:
+        return Path(self.base_dir).expanduser() / Path(self.path).expanduser()
+
+    def build(self, rng: np.random.Generator, cluster: Cluster | None) -> Workload:
+        return wfformat_stream(rng, self.folder, **self._stream_args(cluster, "workload wfformat"))
+
+
+@dataclass(frozen=True)
+class WorkflowFile:
+    """A workflow-stream JSON file (see :mod:`sim.workflows.files`); its m and c_r must be the cluster's."""
+
+    kind = "workflow"  # the metric set and the policies that fit (sim.run)
+
+    path: str = "???"
+    warmup: int = 0
+    base_dir: str = "."
+
+    def __post_init__(self) -> None:
+        if not self.path or self.path == "???":
+            raise InputError("workload.path is required: a workflow-stream JSON file")
+        if not self.file.is_file():
+            raise InputError(f"workload.path: workflow-stream file not found: {self.file}")
+        if not isinstance(self.warmup, int) or isinstance(self.warmup, bool) or self.warmup < 0:
+            raise InputError(f"workload.warmup must be a non-negative integer, got {self.warmup!r}")
+
+    @property
+    def file(self) -> Path:
+        return Path(self.base_dir).expanduser() / Path(self.path).expanduser()
+
+    def build(self, rng: np.random.Generator, cluster: Cluster | None) -> Workload:
+        m, c_r = _slotted(cluster, "workload workflow_file")
+        workload, file_m, file_c_r = read_stream(self.file, warmup=self.warmup)
+        if (file_m, file_c_r) != (m, c_r):
+            raise InputError(f"{self.file}: the stream was drawn for m={file_m}, c_r={file_c_r} but the cluster "
+                             f"is m={m}, c_r={c_r}; set cluster.m={file_m} cluster.c_r={file_c_r}")
+        return workload

@@ -1,0 +1,94 @@
+"""The open stream of deadline-constrained workflows (RMDCWF.md, "Workloads" and "Deadline budgeting").
+
+Poisson arrivals at ``arrival_rate``; ``s_j = at_j`` or, with probability ½, ``at_j + DU(1, s_max)``;
+``em ~ U(1, em_max)``; ``d_j = ceil(s_j + SET^R · em)`` with SET^R from :func:`alone_schedule` on the
+run's own m × c_r system. Arrivals, DAGs, start offsets and em come from four child generators of
+the seed's generator, drawn the same way whatever the parameters (common random numbers): changing
+λ, s_max, em_max or m rescales the same draws, and the DAGs never change.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+
+import numpy as np
+
+from sim.core import InputError, Job, Workflow, Workload
+from sim.workflows.budget import alone_schedule
+from sim.workflows.dag import critical_path, topological_order
+from sim.workflows.generators import GENERATORS, Dag
+
+
+def set_r(runtimes: Sequence[float], parents: Sequence[Sequence[int]], machines: int, slots: int,
+          start: float) -> float:
+    """SET^R: the workflow's length list-scheduled alone on an empty machines × slots system."""
+    return max(alone_schedule(runtimes, parents, machines, slots, start), default=start) - start
+
+
+def make_workflow(wid: int, first_task: int, arrival: float, earliest_start: float, deadline: float,
+                  runtimes: Sequence[float], parents: Sequence[Sequence[int]], machines: int, slots: int,
+                  kind: str = "", where: str = "workflow", length: float | None = None) -> Workflow:
+    """A :class:`Workflow` whose tasks get global ids ``first_task``.. (parents shifted likewise);
+    ``length`` is SET^R when the caller already has it."""
+    topological_order(parents, where)
+    if length is None:
+        length = set_r(runtimes, parents, machines, slots, earliest_start)
+    tasks = tuple(Job(first_task + t, float(arrival), (1,), float(e), float(e), workflow=wid,
+                      parents=tuple(first_task + p for p in parents[t])) for t, e in enumerate(runtimes))
+    return Workflow(wid, float(arrival), float(earliest_start), float(deadline), tasks,
+                    set_r=length, work=float(sum(runtimes)),
+                    critical_path=critical_path(runtimes, parents), kind=kind)
+
+
+def check_stream(jobs: int, warmup: int, arrival_rate: float, s_max: int, em_max: float) -> None:
+    """Raise :class:`InputError` naming the ``workload.`` field that is out of range."""
+    if not isinstance(jobs, int) or isinstance(jobs, bool) or jobs <= 0:
+        raise InputError(f"workload.jobs must be a positive integer, got {jobs!r}")
+    if not isinstance(warmup, int) or isinstance(warmup, bool) or not 0 <= warmup < jobs:
+        raise InputError(f"workload.warmup must be an integer in [0, jobs = {jobs}), got {warmup!r}")
+    if not _number(arrival_rate) or arrival_rate <= 0:
+        raise InputError(f"workload.arrival_rate must be a positive number of jobs per second, got {arrival_rate!r}")
+    if not isinstance(s_max, int) or isinstance(s_max, bool) or s_max < 1:
+        raise InputError(f"workload.s_max must be an integer ≥ 1 (seconds), got {s_max!r}")
+    if not _number(em_max) or em_max < 1:
+        raise InputError(f"workload.em_max must be a number ≥ 1 (deadline multiplier bound), got {em_max!r}")
+
+
+def open_stream(rng: np.random.Generator, draw_dag: Callable[[np.random.Generator], Dag], *, jobs: int,
+                arrival_rate: float, s_max: int, em_max: float, machines: int, slots: int, warmup: int = 0,
+                source: str = "", kind: str = "") -> Workload:
+    """``jobs`` workflows, each DAG from ``draw_dag`` on the DAG child generator (see module doc)."""
+    check_stream(jobs, warmup, arrival_rate, s_max, em_max)
+    r_arrive, r_dag, r_start, r_em = rng.spawn(4)
+    arrivals = np.cumsum(r_arrive.standard_exponential(jobs)) / arrival_rate
+    delayed = r_start.random(jobs) < 0.5
+    offsets = 1 + np.floor(r_start.random(jobs) * s_max)  # DU(1, s_max)
+    em = 1 + r_em.random(jobs) * (em_max - 1)
+    workflows, tasks, first = [], [], 0
+    for j in range(jobs):
+        dag = draw_dag(r_dag)
+        at = float(arrivals[j])
+        start = at + float(offsets[j]) if delayed[j] else at
+        length = set_r(dag.runtimes, dag.parents, machines, slots, start)
+        wf = make_workflow(j, first, at, start, math.ceil(start + length * float(em[j])), dag.runtimes,
+                           dag.parents, machines, slots, kind=kind, length=length)
+        workflows.append(wf)
+        tasks.extend(wf.tasks)
+        first += len(wf.tasks)
+    return Workload(tasks, source=source, kind="workflow", workflows=tuple(workflows), warmup=warmup)
+
+
+def workflow_stream(rng: np.random.Generator, type: str, *, n: int = 50, **stream: object) -> Workload:
+    """An open stream of ``type`` (cybershake | ligo | genome) workflows of ``n`` tasks; ``stream``
+    are :func:`open_stream`'s keywords."""
+    if type not in GENERATORS:
+        raise InputError(f"workload.type must be one of {', '.join(GENERATORS)}, got {type!r}")
+    generate = GENERATORS[type]
+    generate(np.random.default_rng(0), n)  # raises for an n too small, before any work
+    return open_stream(rng, lambda r: generate(r, n), source=f"{type}(n={n})", kind=type,
+                       **stream)  # type: ignore[arg-type]
+
+
+def _number(value: object) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
