@@ -33,10 +33,11 @@ REPORT_ARGS ?=
 report: $(STAMP) ## tables (mean ± 95% CI), paired diffs, figures from MLflow in reports/<experiment>/ (REPORT_ARGS=…)
 	$(PY) analysis/report.py $(REPORT_ARGS)
 
-bench: $(STAMP) ## benchmarks: simulator, DRF and sweep speed (JSON + Markdown tables in $(BENCH_OUT)/)
+bench: $(STAMP) ## benchmarks: simulator, DRF, RM-DCWF and sweep speed (JSON + Markdown tables in $(BENCH_OUT)/)
 	$(PY) tests/bench/bench_sim.py --out $(BENCH_OUT)
 	$(PY) tests/bench/bench_drf.py --out $(BENCH_OUT)
 	$(PY) tests/bench/bench_sweep.py --out $(BENCH_OUT)
+	$(PY) tests/bench/bench_workflows.py --out $(BENCH_OUT)
 
 lint: $(STAMP) ## ruff over the whole tree
 	$(PY) -m ruff check .
