@@ -68,11 +68,11 @@ def test_a_bad_remap_cap_is_refused() -> None:
         make_policy("rmdcwf", remap_cap=-1)
 
 
-def test_the_policy_refuses_a_cluster_without_slots_and_a_workload_without_workflows() -> None:
+def test_the_policy_refuses_a_cluster_without_slots_and_a_task_without_workflow() -> None:
     wf = workflow(0, [(1, ())], 10.0)
     with pytest.raises(ValueError, match="slotted cluster"):
         simulate(list(wf.tasks), Cluster(("cpu", "mem"), ((2, 4),)), make_policy("rmdcwf"), workflows=[wf])
-    with pytest.raises(ValueError, match="no workflows"):
+    with pytest.raises(ValueError, match="belongs to no workflow"):
         simulate([Job(0, 0.0, (1,), 1.0, 1.0)], Cluster.slotted(1, 1), make_policy("fifo_workflow"))
 
 

@@ -53,9 +53,6 @@ class WorkflowPlanner:
         if len(cluster.resources) != 1 or len(caps) != 1 or not float(caps[0][0]).is_integer():
             raise ValueError(f"{self.name} needs a slotted cluster (m identical resources with c_r slots each, "
                              f"Cluster.slotted), got resources {cluster.resources} and capacities {caps}")
-        if not view.workflows:
-            raise ValueError(f"{self.name} schedules workflow workloads (DAGs with deadlines); this workload has "
-                             "no workflows")
         self._view = view
         self._planner = Planner(len(cluster.machines), int(cluster.machines[0][0]), self.config)
 
