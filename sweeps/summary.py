@@ -8,6 +8,8 @@ from typing import Any
 import numpy as np
 
 COLUMNS = ("wait/mean", "bsld/mean", "util", "fairness/jain")
+#: workflow runs (RM-DCWF's P, T, O): their presence is told by ``late/proportion``
+WORKFLOW_COLUMNS = ("late/proportion", "turnaround/mean", "overhead/mean_s", "util")
 
 
 def policy_labels(cfgs: Sequence[dict[str, Any]]) -> list[str]:
@@ -29,7 +31,8 @@ def policy_labels(cfgs: Sequence[dict[str, Any]]) -> list[str]:
 def format_policy_table(results: Sequence[tuple[dict[str, Any], dict[str, float]]]) -> str:
     """Mean of each metric over the runs of each policy (skipped runs included, from MLflow).
 
-    A multi-resource run has ``util/<resource>`` instead of ``util``: each such column is shown.
+    A multi-resource run has ``util/<resource>`` instead of ``util``: each such column is shown;
+    workflow runs show P, T, O and utilisation.
 
     >>> print(format_policy_table([({"policy": {"name": "easy"}}, {"wait/mean": 2.0, "util": 0.5})]))
     policy    runs     wait/mean     bsld/mean          util
@@ -39,14 +42,18 @@ def format_policy_table(results: Sequence[tuple[dict[str, Any], dict[str, float]
     for label, (_, metrics) in zip(policy_labels([cfg for cfg, _ in results]), results, strict=True):
         groups.setdefault(label, []).append(metrics)
     present = {key for _, metrics in results for key in metrics}
-    columns = [c for c in COLUMNS if c in present or c in COLUMNS[:2]]
+    if "late/proportion" in present:
+        columns = [c for c in WORKFLOW_COLUMNS if c in present]
+    else:
+        columns = [c for c in COLUMNS if c in present or c in COLUMNS[:2]]
     columns += sorted(k for k in present if k.startswith("util/"))
     width = max([len("policy"), *map(len, groups)]) + 2
-    lines = [f"{'policy':<{width}}{'runs':>6}" + "".join(f"{c:>14}" for c in columns)]
+    widths = [max(14, len(c) + 2) for c in columns]
+    lines = [f"{'policy':<{width}}{'runs':>6}" + "".join(f"{c:>{w}}" for c, w in zip(columns, widths, strict=True))]
     for label, rows in sorted(groups.items()):
         cells = []
-        for column in columns:
+        for column, w in zip(columns, widths, strict=True):
             values = [r[column] for r in rows if column in r]
-            cells.append(f"{np.mean(values):>14.4g}" if values else f"{'-':>14}")
+            cells.append(f"{np.mean(values):>{w}.4g}" if values else f"{'-':>{w}}")
         lines.append(f"{label:<{width}}{len(rows):>6}" + "".join(cells))
     return "\n".join(lines)

@@ -110,3 +110,13 @@ def test_a_policy_is_refused_on_a_workload_kind_it_cannot_schedule() -> None:
     workload = Workload(list(wf.tasks), kind="workflow", workflows=(wf,))
     with pytest.raises(InputError, match="policy 'easy' schedules hpc or multires workloads, not workflow"):
         run(workload, CLUSTER, make_policy("easy"))
+
+
+def test_the_end_of_sweep_table_shows_workflow_metrics() -> None:
+    from sweeps.summary import format_policy_table
+
+    text = format_policy_table([({"policy": {"name": "rmdcwf"}}, {"late/proportion": 0.25, "turnaround/mean": 9.0,
+                                                                   "overhead/mean_s": 0.002, "util": 0.5})])
+    header, row = text.splitlines()
+    assert header.split() == ["policy", "runs", "late/proportion", "turnaround/mean", "overhead/mean_s", "util"]
+    assert row.split() == ["rmdcwf", "1", "0.25", "9", "0.002", "0.5"]
