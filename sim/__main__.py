@@ -1,7 +1,11 @@
 """Command line: ``python -m sim TRACE --policy NAME [--nodes N] [--order sjf] [--out schedule.csv]``.
 
 Simulates one trace with one policy, writes ``job_id,submit_time,start_time,end_time,nodes`` in
-input order (``--out``) and prints the summary metrics. Bad input (a bad option, trace value or
+input order (``--out``) and prints the summary metrics. A workflow-stream file (``.json``, see
+:mod:`sim.workflows.files`) is replayed on its own m × c_r cluster with ``--policy rmdcwf`` (options
+``--laxity-distribution``, ``--laxity``, ``--tsp``) or ``fifo_workflow``: ``--out`` gets one row per
+task (``job_id,task_id,resource,start,end,sub_deadline``), ``--jobs-out`` one per workflow
+(``job_id,arrival,earliest_start,deadline,completion,late``). Bad input (a bad option, trace value or
 ``--out`` folder) exits with status 2 and one line naming the file, line and field or the option,
 checked before simulating wherever it can be.
 """
@@ -31,7 +35,7 @@ class _Parser(argparse.ArgumentParser):
 
 def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(prog="python -m sim", description=__doc__.split("\n\n")[0])
-    parser.add_argument("trace", type=Path, help="SWF (.swf, .swf.gz), DR_EVT CSV or jobs CSV")
+    parser.add_argument("trace", type=Path, help="SWF (.swf, .swf.gz), DR_EVT CSV, jobs CSV or workflow stream (.json)")
     parser.add_argument("--policy", required=True, choices=sorted(POLICIES), help="scheduling policy")
     parser.add_argument("--nodes", type=int, help="machine size (default: the SWF header's MaxNodes/MaxProcs)")
     parser.add_argument("--order", default="fcfs", choices=list(QUEUE_ORDERS), help="queue order")
@@ -39,21 +43,47 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--kill-at-limit", action="store_true", help="end jobs at their time limit")
     parser.add_argument("--drop-oversized", action="store_true", help="skip jobs wider than the machine")
     parser.add_argument("--out", type=Path, help="write the schedule as CSV here")
+    stream = parser.add_argument_group("workflow streams (.json)")
+    stream.add_argument("--laxity-distribution", choices=["pd", "ed"], help="rmdcwf: laxity per phase (default pd)")
+    stream.add_argument("--laxity", choices=["sl", "tl"], help="rmdcwf: SET alone or on the live plan (default sl)")
+    stream.add_argument("--tsp", choices=["tsp1", "tsp2"], help="rmdcwf: earliest or latest start (default tsp1)")
+    stream.add_argument("--warmup", type=int, default=0, help="leading workflows left out of the metrics")
+    stream.add_argument("--jobs-out", type=Path, help="write one row per workflow as CSV here")
     return parser
+
+
+STREAM_OPTIONS = ("laxity_distribution", "laxity", "tsp")
+
+
+def is_stream(path: Path) -> bool:
+    """Whether ``path`` names a workflow-stream file rather than a job trace."""
+    return path.name.lower().endswith(".json")
 
 
 def check_args(args: argparse.Namespace) -> None:
     """Option values that are wrong whatever the trace holds, so they fail before reading it."""
     if args.nodes is not None and args.nodes < 1:
         raise InputError(f"--nodes: expected a machine size ≥ 1, got {args.nodes}")
-    if args.out is not None:
-        folder = args.out.parent
-        if args.out.is_dir():
-            raise InputError(f"--out {args.out}: is a folder; give a file name such as {args.out / 'schedule.csv'}")
-        if not folder.is_dir():
-            raise InputError(f"--out {args.out}: folder {folder} does not exist (create it first)")
-        if not os.access(folder, os.W_OK | os.X_OK):
-            raise InputError(f"--out {args.out}: folder {folder} is not writable")
+    stream = is_stream(args.trace)
+    if stream and args.nodes is not None:
+        raise InputError("--nodes: a workflow stream runs on the m × c_r cluster its file names")
+    if not stream:
+        given = [f"--{o.replace('_', '-')}" for o in STREAM_OPTIONS if getattr(args, o) is not None]
+        if given or args.jobs_out is not None:
+            raise InputError(f"{(given or ['--jobs-out'])[0]}: only for workflow streams (.json files)")
+    for flag, path in (("--out", args.out), ("--jobs-out", args.jobs_out)):
+        if path is not None:
+            _check_writable(flag, path)
+
+
+def _check_writable(flag: str, path: Path) -> None:
+    folder = path.parent
+    if path.is_dir():
+        raise InputError(f"{flag} {path}: is a folder; give a file name such as {path / 'schedule.csv'}")
+    if not folder.is_dir():
+        raise InputError(f"{flag} {path}: folder {folder} does not exist (create it first)")
+    if not os.access(folder, os.W_OK | os.X_OK):
+        raise InputError(f"{flag} {path}: folder {folder} is not writable")
 
 
 def write_schedule(result: SimulationResult, path: Path) -> None:
@@ -71,10 +101,53 @@ def _number(value: float) -> str:
     return str(int(value)) if value == int(value) else repr(value)
 
 
+def replay_stream(args: argparse.Namespace) -> int:
+    """The workflow-stream mode of :func:`main` (see the module docstring)."""
+    from sim.tables import write_csv
+    from sim.workflows.files import read_stream
+
+    options = {o: getattr(args, o) for o in STREAM_OPTIONS if getattr(args, o) is not None}
+    try:
+        if options and args.policy != "rmdcwf":
+            raise InputError(f"--{next(iter(options)).replace('_', '-')}: an option of --policy rmdcwf, "
+                             f"not {args.policy}")
+        policy = make_policy(args.policy, **options)
+        started = time.perf_counter()
+        workload, m, c_r = read_stream(args.trace, warmup=args.warmup)
+        parse_seconds = time.perf_counter() - started
+        started = time.perf_counter()
+        done = run(workload, Cluster.slotted(m, c_r), policy)
+        sim_seconds = time.perf_counter() - started
+    except InputError as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 2
+    if args.out:
+        write_csv(done.tables["tasks"], args.out)
+    if args.jobs_out:
+        write_csv(done.tables["workflows"], args.jobs_out)
+    described = " ".join(f"{k}={v}" for k, v in options.items())
+    print(f"{args.trace.name}: {len(workload.workflows)} workflows ({len(workload.jobs)} tasks) on m={m} × "
+          f"c_r={c_r}, policy {args.policy}{' ' + described if described else ''}")
+    _print_summary(done.summary, parse_seconds, sim_seconds)
+    return 0
+
+
+def _print_summary(summary: dict[str, float], parse_seconds: float, sim_seconds: float) -> None:
+    for key, value in summary.items():
+        print(f"  {key:<16} {value:.6g}")
+    print(f"  parse {parse_seconds:.3f} s, simulate {sim_seconds:.3f} s")
+
+
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
         check_args(args)
+    except InputError as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 2
+    if is_stream(args.trace):
+        return replay_stream(args)
+    try:
         started = time.perf_counter()
         workload = load_trace(args.trace, args.fmt)
         parse_seconds = time.perf_counter() - started
@@ -99,9 +172,7 @@ def main(argv: list[str] | None = None) -> int:
           f"(order {args.order})")
     for key, count in sorted(done.notes.items()):
         print(f"  note: {key} = {count}")
-    for key, value in done.summary.items():
-        print(f"  {key:<16} {value:.6g}")
-    print(f"  parse {parse_seconds:.3f} s, simulate {sim_seconds:.3f} s")
+    _print_summary(done.summary, parse_seconds, sim_seconds)
     return 0
 
 
