@@ -167,7 +167,7 @@ class SlottedCluster:
         return Cluster.slotted(self.m, self.c_r)
 
 
-def _slotted(cluster: Cluster | None, workload: str) -> tuple[int, int]:
+def slotted_shape(cluster: Cluster | None, workload: str) -> tuple[int, int]:
     """(m, c_r) of a slotted cluster, or a clear refusal."""
     if cluster is None or cluster.resources != ("slots",):
         raise InputError(f"{workload} needs a slotted cluster (m resources × c_r slots): use cluster=rmdcwf")
@@ -192,13 +192,13 @@ class _StreamParams:
         check_stream(self.jobs, self.warmup, self.arrival_rate, self.s_max, self.em_max)
 
     def _stream_args(self, cluster: Cluster | None, workload: str) -> dict:
-        m, c_r = _slotted(cluster, workload)
+        m, c_r = slotted_shape(cluster, workload)
         return {"jobs": self.jobs, "arrival_rate": float(self.arrival_rate), "s_max": self.s_max,
                 "em_max": float(self.em_max), "warmup": self.warmup, "machines": m, "slots": c_r}
 
     def stream_file(self, workload: Workload, cluster: Cluster, path: str | Path) -> Path:
         """Save ``workload`` as a workflow-stream JSON file (the ``save_stream`` artifact)."""
-        m, c_r = _slotted(cluster, "a workflow stream file")
+        m, c_r = slotted_shape(cluster, "a workflow stream file")
         return write_stream(path, workload.workflows, m, c_r)
 
 
@@ -267,7 +267,7 @@ class WorkflowFile:
         return Path(self.base_dir).expanduser() / Path(self.path).expanduser()
 
     def build(self, rng: np.random.Generator, cluster: Cluster | None) -> Workload:
-        m, c_r = _slotted(cluster, "workload workflow_file")
+        m, c_r = slotted_shape(cluster, "workload workflow_file")
         workload, file_m, file_c_r = read_stream(self.file, warmup=self.warmup)
         if (file_m, file_c_r) != (m, c_r):
             raise InputError(f"{self.file}: the stream was drawn for m={file_m}, c_r={file_c_r} but the cluster "

@@ -19,7 +19,7 @@ from sim.core import Cluster, InputError
 from sim.engine import OversizedJobError
 from sim.policies.base import EngineView
 from sim.run import check_kind, run
-from sweeps.specs import TRACE_SOURCES
+from sweeps.specs import TRACE_SOURCES, slotted_shape
 
 #: Top-level keys a run config may have (a misspelled key in an experiment file is an error).
 TOP_LEVEL_KEYS = frozenset(
@@ -67,7 +67,10 @@ def prepare(cfg: dict[str, Any]) -> RunParts:
     policy = _built("policy", cfg)  # unknown policy names and options fail here, on the driver
     check_kind(policy, parts.workload.kind)
     if parts.cluster.fixed:
-        _check_fit(policy, parts.cluster.build())
+        cluster = parts.cluster.build()
+        _check_fit(policy, cluster)
+        if parts.workload.kind == "workflow":  # workflows run on m resources × c_r slots
+            slotted_shape(cluster, f"workload {cfg['workload'].get('type', 'workflow_file')}")
     return parts
 
 

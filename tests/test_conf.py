@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -59,18 +61,41 @@ def test_default_config_is_the_demo_on_the_ray_launcher() -> None:
 
 
 MULTI_RESOURCE = ("cluster=drf_pool", "workload=multires3")
+WORKFLOWS = ("cluster=rmdcwf", "workload=ligo", "workload.jobs=20", "workload.warmup=2")
 
 
 @pytest.mark.parametrize("policy", options("policy"))
 def test_every_policy_option_composes_and_validates(policy: str) -> None:
-    try:
-        plain = task_config(load(f"policy={policy}", *SHRINK))
-        task.prepare(plain)
-    except InputError as error:  # a multi-resource policy: valid with a multi-resource cluster
-        assert "does not fit cluster {'nodes': 128}" in str(error)
-        plain = task_config(load(f"policy={policy}", *MULTI_RESOURCE))
-        task.prepare(plain)
-    assert plain["policy"]["name"] in POLICIES
+    """Each policy validates with the cluster and workload of its family, and is refused by the others."""
+    fits, refusals = [], []
+    for companion in (SHRINK, MULTI_RESOURCE, WORKFLOWS):
+        plain = task_config(load(f"policy={policy}", *companion))
+        try:
+            task.prepare(plain)
+            fits.append(companion)
+        except InputError as error:
+            refusals.append(str(error))
+    assert len(fits) >= 1 and plain["policy"]["name"] in POLICIES
+    assert all(("does not fit cluster" in e or "workloads, not" in e) for e in refusals)
+
+
+@pytest.mark.parametrize(("overrides", "message"), [
+    (["policy=easy", *WORKFLOWS], "policy 'easy' schedules hpc or multires workloads, not workflow workloads"),
+    (["policy=rmdcwf", "cluster=rmdcwf"], "policy 'rmdcwf' schedules workflow workloads, not hpc workloads"),
+    (["policy=rmdcwf", "workload=ligo"], "workload ligo needs a slotted cluster (m resources × c_r slots): use cluster=rmdcwf"),
+])
+def test_a_policy_of_another_workload_family_is_refused_on_the_driver(overrides: list[str], message: str) -> None:
+    with pytest.raises(InputError, match=re.escape(message)):
+        task.prepare(task_config(load(*overrides)))
+
+
+@pytest.mark.parametrize("workload", ["cybershake", "ligo", "genome"])
+def test_every_workflow_workload_runs_end_to_end(workload: str) -> None:
+    outcome = task.run_one(task_config(load("policy=rmdcwf", *WORKFLOWS, f"workload={workload}", "seed=2")))
+    assert outcome.summary["jobs"] == 18
+    assert {"late/proportion", "turnaround/mean", "overhead/mean_s", "util", "load/offered",
+            "remap/attempts"} <= set(outcome.summary)
+    assert set(outcome.tables) == {"tasks", "workflows"}
 
 
 def test_backfilling_on_a_multi_resource_cluster_fails_before_running() -> None:
@@ -104,8 +129,9 @@ def test_a_multi_resource_run_builds_from_specs() -> None:
 @pytest.mark.parametrize("cluster", [c for c in options("cluster") if c != "from_trace"])
 @pytest.mark.parametrize("tracking", options("tracking"))
 def test_cluster_and_tracking_options_compose(cluster: str, tracking: str) -> None:
-    multi_resource = ["workload=multires3", "policy=drf"] if cluster.startswith("drf") else []
-    task.prepare(task_config(load(f"cluster={cluster}", f"tracking={tracking}", *multi_resource)))
+    companion = {"drf": ["workload=multires3", "policy=drf"], "rmdcwf": ["workload=ligo", "policy=rmdcwf"]}
+    extra = next((v for k, v in companion.items() if cluster.startswith(k)), [])
+    task.prepare(task_config(load(f"cluster={cluster}", f"tracking={tracking}", *extra)))
 
 
 @pytest.mark.parametrize("experiment", options("experiment"))
