@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import re
-
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -82,7 +81,8 @@ def test_every_policy_option_composes_and_validates(policy: str) -> None:
 @pytest.mark.parametrize(("overrides", "message"), [
     (["policy=easy", *WORKFLOWS], "policy 'easy' schedules hpc or multires workloads, not workflow workloads"),
     (["policy=rmdcwf", "cluster=rmdcwf"], "policy 'rmdcwf' schedules workflow workloads, not hpc workloads"),
-    (["policy=rmdcwf", "workload=ligo"], "workload ligo needs a slotted cluster (m resources × c_r slots): use cluster=rmdcwf"),
+    (["policy=rmdcwf", "workload=ligo"],
+     "workload ligo needs a slotted cluster (m resources × c_r slots): use cluster=rmdcwf"),
 ])
 def test_a_policy_of_another_workload_family_is_refused_on_the_driver(overrides: list[str], message: str) -> None:
     with pytest.raises(InputError, match=re.escape(message)):
