@@ -1,15 +1,13 @@
 """The driver side of a sweep: validate every run, skip finished ones, log each result to MLflow.
 
-:class:`SweepTracker` is the Ray launcher's ``hook`` (``hydra.launcher.hook``); ``sweeps/run.py``
-also uses it in-process for single runs and for Hydra's basic launcher.
+:class:`SweepTracker` is the only recorder: the Ray launcher's ``hook`` (``hydra.launcher.hook``), and
+driven by :class:`sweeps.recording.Recording` for single runs and Hydra's basic launcher.
 """
 
 from __future__ import annotations
 
 import importlib.metadata
-import socket
 import sys
-import time
 import uuid
 from collections.abc import Sequence
 from datetime import datetime
@@ -92,18 +90,18 @@ class SweepTracker:
     # -- plain-dict core, shared with in-process runs --------------------------------------------
     def plan_configs(self, cfgs: dict[int, dict[str, Any]]) -> list[str | None]:
         """Per run: ``None`` to run it, or why it is skipped (finished before, or a duplicate)."""
-        self.cfgs = cfgs
+        self.cfgs.update(cfgs)
         first = next(iter(cfgs.values()))
         sweep = first.get("sweep") or {}
         non_semantic = sweep.get("non_semantic") or DEFAULT_NON_SEMANTIC
-        self.keys = {i: run_key(cfg, non_semantic) for i, cfg in cfgs.items()}
+        self.keys.update({i: run_key(cfg, non_semantic) for i, cfg in cfgs.items()})
         self.experiment_name = str(first.get("experiment_name") or "Default")
         tracking = first.get("tracking") or {}
         existing: dict[str, list[Any]] = {}
         if tracking.get("uri"):
             self.store = open_store(str(tracking["uri"]), self.experiment_name, tracking.get("artifact_root"))
             existing = self.store.runs_by_key()
-        wanted = set(self.keys.values())
+        wanted = {self.keys[i] for i in cfgs}
         for key in wanted & set(existing):  # left RUNNING by a driver that was killed while logging
             for run in existing[key]:
                 if run.info.status == "RUNNING":
@@ -152,27 +150,3 @@ def _which(bad: Sequence[PlannedRun], total: int) -> str:
         return f"all {total} runs"
     return f"{len(bad)} of {total} runs, e.g. #{bad[0].index}: {bad[0].label}"
 
-
-def run_in_process(cfg: DictConfig, label: str = "(defaults)") -> task.RunOutcome | None:
-    """A run without the Ray launcher (single run, basic launcher): run it here, log it here."""
-    import traceback as tb
-
-    tracker = SweepTracker(summary=False)
-    plain = task_config(cfg)
-    task.prepare(plain)
-    reason = tracker.plan_configs({0: plain})[0]
-    if reason is not None:
-        print(f"{label}: skipped, {reason} (sweep.force=true reruns it)")
-        return None
-    start = time.time()
-    try:
-        outcome = task.run_one(plain)
-    except Exception as e:
-        tracker.record(0, "FAILED", None, f"{type(e).__name__}: {e}", tb.format_exc(), socket.gethostname(),
-                       start, time.time(), label)
-        raise
-    tracker.record(0, "FINISHED", outcome, None, None, socket.gethostname(), start, time.time(), label)
-    print(f"{label}: " + ", ".join(f"{k}={v:.6g}" for k, v in outcome.summary.items()))
-    if tracker.store is not None:
-        print(f"MLflow run {tracker.run_ids[0]} in {tracker.store.uri}")
-    return outcome

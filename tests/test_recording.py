@@ -1,0 +1,49 @@
+"""One recording path: every way of running records each run exactly once (sweeps/recording.py)."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+from tests.test_sweeps import ENV, RUN, SYNTH, runs, sqlite_uri, sweep
+
+
+def single(cwd: Path, *overrides: str, multirun: bool = False) -> subprocess.CompletedProcess:
+    """``sweeps/run.py`` without the Ray options (``multirun``: with ``-m``)."""
+    flag = ["-m"] if multirun else []
+    return subprocess.run([sys.executable, str(RUN), *flag, "cluster=hpc16", *overrides], cwd=cwd, env=ENV,
+                          capture_output=True, text=True, timeout=120)
+
+
+def test_bare_ray_launcher_records_each_run(tmp_path: Path) -> None:
+    proc = sweep(tmp_path, *SYNTH, "hydra/launcher=ray", "policy=easy", "seed=50")
+    assert "1 done, 0 failed, 0 skipped" in proc.stdout
+    found = runs(sqlite_uri(tmp_path))
+    assert [(r.data.params["seed"], r.info.status) for r in found] == [("50", "FINISHED")]
+
+
+def test_basic_launcher_and_single_run_record_once(tmp_path: Path) -> None:
+    basic = single(tmp_path, *SYNTH, "hydra/launcher=basic", "policy=easy", "seed=1,2", multirun=True)
+    assert basic.returncode == 0, basic.stderr
+    assert sorted(r.data.params["seed"] for r in runs(sqlite_uri(tmp_path))) == ["1", "2"]
+    first = single(tmp_path, *SYNTH, "seed=3")
+    assert first.returncode == 0 and "MLflow run" in first.stdout
+    again = single(tmp_path, *SYNTH, "seed=3")
+    assert again.returncode == 0 and "already recorded" in again.stdout
+    assert sorted(r.data.params["seed"] for r in runs(sqlite_uri(tmp_path))) == ["1", "2", "3"]
+
+
+def test_unrecordable_launcher_is_refused_before_anything_runs(tmp_path: Path) -> None:
+    proc = sweep(tmp_path, *SYNTH, "hydra.launcher._target_=some.other.Launcher", "seed=1", check=False)
+    assert proc.returncode != 0
+    assert "cannot record runs" in proc.stderr and "hydra/launcher=ray" in proc.stderr
+    assert "hydra/launcher=basic" in proc.stderr and "Traceback" not in proc.stderr
+    assert not (tmp_path / "mlflow.db").exists()
+
+
+def test_single_run_bad_value_is_one_message(tmp_path: Path) -> None:
+    for bad in ("seed=abc", "workload.arrival_rate=-1"):
+        proc = single(tmp_path, bad)
+        assert proc.returncode != 0 and "Traceback" not in proc.stderr, proc.stderr
+        assert "invalid configuration, nothing was run" in proc.stderr
