@@ -20,7 +20,16 @@ from pathlib import Path
 import pandas as pd
 
 from analysis import AnalysisError
-from analysis.figures import plot_dominant_shares, plot_gantt, plot_metric_vs_factor, plot_utilisation, plot_wait_ecdf
+from analysis.figures import (
+    GANTT_WINDOW_QUANTILE,
+    UTIL_BINS,
+    plot_dominant_shares,
+    plot_gantt,
+    plot_metric_vs_factor,
+    plot_utilisation,
+    plot_wait_ecdf,
+    short_names,
+)
 from analysis.formatting import caption, to_markdown
 from analysis.stats import column_labels, level_text
 from analysis.summary import PAIRED_NOTE, Analysis, failed_lines, header, write_tables
@@ -78,7 +87,8 @@ def metric_figures(a: Analysis, folder: Path) -> list[Figure]:
     for metric in a.metrics:
         stem = f"{_slug(metric)}_vs_{_slug(x)}"
         paths = plot_metric_vs_factor(data, x, metric, hue, folder, stem, facet)
-        text = f"mean {metric} per {x}, one line per {hue}, error bars: 95% t-CI"
+        drawn = "one line" if pd.api.types.is_numeric_dtype(data[x]) else "one marker"
+        text = f"mean {metric} per {x}, {drawn} per {hue}, error bars: 95% t-CI (none where n = 1)"
         figures.append(Figure(f"{metric} vs {x}", paths, text))
     return figures
 
@@ -106,8 +116,9 @@ def ecdf_figure(a: Analysis, folder: Path, max_runs: int) -> list[Figure]:
     paths = plot_wait_ecdf(waits, hue, folder, "wait_ecdf", facet)
     note = f" ({missing} runs had no jobs.parquet)" if missing else ""
     pooled = f", pooled over {', '.join(a.rows[1:])}" if len(a.rows) > 1 else ""
+    panels = f"; one panel per {facet}, each with its own wait axis (s)" if facet else ""
     return [Figure("Per-job wait distribution", paths,
-                   f"ECDF of job waits from up to {max_runs} replications per cell{pooled}{note}")]
+                   f"ECDF of job waits (s) from up to {max_runs} replications per cell{pooled}{panels}{note}")]
 
 
 def schedule_figures(a: Analysis, folder: Path, run_id: str | None, first_n: int) -> list[Figure]:
@@ -117,7 +128,7 @@ def schedule_figures(a: Analysis, folder: Path, run_id: str | None, first_n: int
     if jobs is None:
         raise AnalysisError(f"run {run[:12]} has no jobs.parquet artifact: no Gantt or utilisation figure")
     keys = [k for k in dict.fromkeys([*a.cols, *a.rows, a.seed_key]) if k in a.design]
-    who = ", ".join(f"{k}={level_text(a.design.loc[run, k])}" for k in keys)
+    who = ", ".join(f"{k}={short_names(pd.Series([level_text(a.design.loc[run, k])])).iloc[0]}" for k in keys)
     params = a.runs.params.loc[run]
     capacities = {r: _capacity(params, r) for r in resource_columns(jobs)}
     if not capacities:
@@ -130,9 +141,12 @@ def schedule_figures(a: Analysis, folder: Path, run_id: str | None, first_n: int
         paths = plot_gantt(jobs, folder, f"gantt_{short}", first_n, int(capacity) if capacity else None, resource,
                            f"Schedule of run {short} ({who}): first {first_n} jobs")
         figures.append(Figure(f"Schedule of run {short}", paths,
-                              f"{who}; {resource} ids assigned post hoc (lowest free ids first); grey: other jobs"))
+                              f"{who}; {resource} ids assigned post hoc (lowest free ids first); grey: other jobs; "
+                              f"the window ends when {GANTT_WINDOW_QUANTILE:.0%} of the {first_n} jobs have ended"))
     paths = plot_utilisation(jobs, folder, f"utilisation_{short}", capacities, f"Utilisation of run {short} ({who})")
-    figures.append(Figure(f"Utilisation of run {short}", paths, f"{who}; busy / total capacity over time"))
+    figures.append(Figure(f"Utilisation of run {short}", paths,
+                          f"{who}; busy / total capacity over time (a run of more than {UTIL_BINS} steps is "
+                          f"drawn as time-weighted means over {UTIL_BINS} equal bins)"))
     return figures + dominant_share_figures(a, folder, run)
 
 

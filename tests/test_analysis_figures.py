@@ -114,3 +114,53 @@ def test_dominant_shares(tmp_path: Path) -> None:
 def test_doctests(module: str) -> None:
     result = doctest.testmod(importlib.import_module(f"analysis.{module}"))
     assert result.failed == 0
+
+
+@pytest.fixture
+def drawn(monkeypatch: pytest.MonkeyPatch) -> list:
+    """The figures the plot functions would save, kept open for inspection."""
+    from analysis import figures
+
+    kept: list = []
+    monkeypatch.setattr(figures, "save", lambda fig, out, stem: kept.append(fig) or [])
+    return kept
+
+
+def test_times_keep_the_tables_unit_and_paths_their_short_names(drawn: list, tmp_path: Path) -> None:
+    """Tables say s; a figure of the same metric said h, and full trace paths overlapped on the x axis."""
+    paths = ["traces/KTH-SP2-1996-2.1-cln.swf", "traces/NASA-iPSC-1993-3.1-cln.swf"]
+    design = pd.DataFrame({"workload.path": paths * 2,
+                           "policy": ["easy"] * 2 + ["fcfs"] * 2, "wait/mean": [9e3, 40.0, 4e5, 60.0]})
+    plot_metric_vs_factor(design, "workload.path", "wait/mean", "policy", tmp_path, "m")
+    ax = drawn[0].axes[0]
+    assert ax.get_ylabel() == "wait/mean (s)"
+    assert [t.get_text() for t in ax.get_xticklabels()] == ["KTH-SP2-1996-2.1-cln", "NASA-iPSC-1993-3.1-cln"]
+
+
+def test_wait_ecdf_panels_have_their_own_axis_and_short_titles(drawn: list, tmp_path: Path) -> None:
+    short = list_schedule([(float(i), 1, 1.0) for i in range(20)], 8).assign(trace="a/short.swf")
+    long = list_schedule([(0.0, 8, 5000.0)] * 5, 8).assign(trace="a/long.swf")
+    plot_wait_ecdf(pd.concat([short, long]).assign(policy="easy"), "policy", tmp_path, "e", facet="trace")
+    axes = drawn[0].axes
+    assert sorted(ax.get_title() for ax in axes) == ["long", "short"]
+    assert len({ax.get_xlim() for ax in axes}) == 2 and all(ax.get_xlabel() in ("wait (s)", "") for ax in axes)
+
+
+def test_long_utilisation_is_binned_into_a_line(drawn: list, tmp_path: Path) -> None:
+    from analysis.figures import UTIL_BINS
+
+    schedule = list_schedule([(float(3 * i), 1 + (7 * i) % 16, 30.0 + i % 5) for i in range(3000)], 16)
+    plot_utilisation(schedule, tmp_path, "u", {"nodes": 16.0})
+    ax = drawn[0].axes[0]
+    assert len(ax.get_lines()[0].get_xdata()) <= UTIL_BINS + 1
+    assert f"means over {UTIL_BINS} bins" in ax.get_title()
+
+
+def test_gantt_window_is_not_stretched_by_one_long_job(drawn: list, tmp_path: Path) -> None:
+    """The first jobs' window used to run to the longest job's end, squashing the rest into slivers."""
+    jobs = [(0.0, 4, 100000.0)] + [(float(i), 2, 50.0) for i in range(1, 30)]
+    plot_gantt(list_schedule(jobs, 16), tmp_path, "g", first_n=30, capacity=16)
+    fig = drawn[0]
+    assert fig.axes[0].get_xlim()[1] < 2000 and "run on past the right edge" in fig.axes[0].get_title()
+    fig.canvas.draw()
+    assert fig.get_tightbbox().width < 2 * fig.get_figwidth()  # no label outside the axes stretches it (inches)
