@@ -142,7 +142,8 @@ class SweepTracker:
         self.run_ids[index] = self.store.log(LoggedRun(
             params=flatten(cfg), tags=tags, metrics=metrics, status=status, run_name=label.replace(" ", ","),
             start_time=start, end_time=end, config_yaml=to_yaml(cfg),
-            tables=outcome.tables if outcome is not None else {}, traceback=traceback))
+            tables=outcome.tables if outcome is not None else {}, files=outcome.files if outcome is not None else {},
+            traceback=traceback))
 
 
 def _which(bad: Sequence[PlannedRun], total: int) -> str:

@@ -7,8 +7,10 @@ never sees a ``DictConfig``.
 
 from __future__ import annotations
 
+import tempfile
 import time
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -20,6 +22,9 @@ from sim.engine import OversizedJobError
 from sim.policies.base import EngineView
 from sim.run import check_kind, run
 from sweeps.specs import TRACE_SOURCES, slotted_shape
+
+#: The artifact holding a run's drawn workflow stream (``workload.save_stream=true``).
+STREAM_ARTIFACT = "workflow_stream.json"
 
 #: Top-level keys a run config may have (a misspelled key in an experiment file is an error).
 TOP_LEVEL_KEYS = frozenset(
@@ -35,6 +40,8 @@ class RunOutcome:
     tables: dict[str, dict[str, list[Any]]]
     notes: dict[str, int] = field(default_factory=dict)
     seconds: float = 0.0
+    #: artifact files, name → content: ``workflow_stream.json`` when ``workload.save_stream`` is true
+    files: dict[str, bytes] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -97,7 +104,16 @@ def run_one(cfg: dict[str, Any]) -> RunOutcome:
     except OversizedJobError as error:
         fix = "engine.drop_oversized=true"
         raise InputError(error.describe(workload.source, workload.lines.get(error.job_id), fix)) from None
-    return RunOutcome(summary=done.summary, tables=done.tables, notes=done.notes, seconds=time.perf_counter() - tic)
+    seconds = time.perf_counter() - tic
+    saves = getattr(parts.workload, "save_stream", False)
+    files = {STREAM_ARTIFACT: _stream_bytes(parts.workload, workload, cluster)} if saves else {}
+    return RunOutcome(summary=done.summary, tables=done.tables, notes=done.notes, seconds=seconds, files=files)
+
+
+def _stream_bytes(spec: Any, workload: Any, cluster: Cluster) -> bytes:
+    """The drawn workflow stream as the file ``python -m sim STREAM.json`` replays."""
+    with tempfile.TemporaryDirectory(prefix="schedlab-stream-") as tmp:
+        return spec.stream_file(workload, cluster, Path(tmp) / STREAM_ARTIFACT).read_bytes()
 
 
 _BUILT: dict[tuple[str, str], Any] = {}

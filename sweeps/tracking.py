@@ -86,6 +86,8 @@ class LoggedRun:
     end_time: float
     config_yaml: str
     tables: dict[str, dict[str, list[Any]]] = field(default_factory=dict)
+    #: further artifact files, name → content (e.g. the drawn ``workflow_stream.json``)
+    files: dict[str, bytes] = field(default_factory=dict)
     traceback: str | None = None
 
 
@@ -141,8 +143,10 @@ class MlflowStore:
 
 
 def write_artifacts(folder: Path, run: LoggedRun) -> None:
-    """The run's files, ready to upload in one call: its config, tables (Parquet) and traceback."""
+    """The run's files, ready to upload in one call: its config, tables (Parquet), files and traceback."""
     (folder / "config.yaml").write_text(run.config_yaml)
+    for name, content in run.files.items():
+        (folder / name).write_bytes(content)
     if run.tables:
         import pyarrow as pa
         import pyarrow.parquet as pq

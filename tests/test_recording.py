@@ -47,3 +47,22 @@ def test_single_run_bad_value_is_one_message(tmp_path: Path) -> None:
         proc = single(tmp_path, bad)
         assert proc.returncode != 0 and "Traceback" not in proc.stderr, proc.stderr
         assert "invalid configuration, nothing was run" in proc.stderr
+
+
+def test_saved_stream_artifact_replays_to_the_recorded_metrics(tmp_path: Path) -> None:
+    """``workload.save_stream=true`` logs the drawn stream; replaying it gives the run's own numbers."""
+    from sim.core import Cluster
+    from sim.policies import make_policy
+    from sim.run import run
+    from sim.workflows.files import read_stream
+
+    proc = single(tmp_path, "cluster=rmdcwf", "workload=ligo", "policy=rmdcwf", "workload.jobs=12",
+                  "workload.warmup=0", "workload.arrival_rate=0.02", "workload.save_stream=true", "seed=4")
+    assert proc.returncode == 0, proc.stderr
+    [recorded] = runs(sqlite_uri(tmp_path))
+    [saved] = tmp_path.glob(f"mlartifacts/*/{recorded.info.run_id}/artifacts/workflow_stream.json")
+    workload, m, c_r = read_stream(saved)
+    assert (m, c_r, len(workload.workflows)) == (50, 2, 12)
+    replay = run(workload, Cluster.slotted(m, c_r), make_policy("rmdcwf"))
+    for name in ("late/proportion", "turnaround/mean", "util", "load/offered"):
+        assert replay.summary[name] == recorded.data.metrics[name], name
