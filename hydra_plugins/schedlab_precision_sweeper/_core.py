@@ -1,0 +1,234 @@
+"""The precision sweeper's work: cells from the sweep axes, rounds of seeds, results read back.
+
+Each round launches, for every unsettled cell, the seeds :func:`analysis.precision.judge` asks for,
+through the configured launcher. A run's metrics come from its ``JobReturn`` (a
+:class:`sweeps.task.RunOutcome`); a run the launcher skipped because MLflow already holds it
+finished (the Ray launcher returns no value for it) is read back from that store through
+:func:`analysis.runs.load_runs`, by its ``schedlab.run_key``. A failed run is counted, never
+retried within the sweep (a rerun of the sweep retries it, like any unfinished run).
+"""
+
+from __future__ import annotations
+
+import itertools
+import logging
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from hydra.core.override_parser.overrides_parser import OverridesParser
+from hydra.core.plugins import Plugins
+from hydra.core.utils import JobReturn, JobStatus
+from hydra.errors import CompactHydraException
+from hydra.types import HydraContext, TaskFunction
+from hydra.utils import get_class
+from omegaconf import DictConfig, OmegaConf
+
+from analysis import AnalysisError
+from analysis import precision as stats
+
+log = logging.getLogger(__name__)
+
+#: workload specs that replay a file, used until every spec says ``stochastic`` itself
+REPLAYS = ("sweeps.specs.TraceFile", "sweeps.specs.WorkflowFile")
+
+
+class PrecisionSweepError(CompactHydraException):
+    """A precision sweep that cannot run as configured; Hydra prints only the message."""
+
+
+@dataclass(frozen=True)
+class Job:
+    """One launched run: its cell and seed."""
+
+    cell: str
+    seed: int
+
+
+class PrecisionSweep:
+    """The sweep loop behind :class:`~hydra_plugins.schedlab_precision_sweeper.precision_sweeper.PrecisionSweeper`."""
+
+    def __init__(self, metrics: Sequence[str], relative_halfwidth: Any = None, absolute_halfwidth: Any = None,
+                 confidence: float = 0.95, initial: int = 5, batch: int = 5, max_replications: int = 100,
+                 max_failures: int = 3, baseline: str | None = None, seed_key: str = "seed",
+                 params: dict[str, str] | None = None) -> None:
+        try:
+            self.rule = stats.Rule(
+                tuple(stats.Target(str(m), _per_metric(relative_halfwidth, m, "relative_halfwidth"),
+                                   _per_metric(absolute_halfwidth, m, "absolute_halfwidth")) for m in metrics),
+                confidence=confidence, initial=initial, batch=batch, max_replications=max_replications,
+                max_failures=max_failures)
+        except AnalysisError as error:
+            raise PrecisionSweepError(f"hydra.sweeper: {error}") from None
+        self.baseline = baseline
+        self.seed_key = seed_key
+        self.params = dict(params or {})
+        self.sweeper: Any = None
+        self.launcher: Any = None
+        self.verdicts: dict[str, stats.Verdict] = {}
+
+    def setup(self, sweeper: Any, *, hydra_context: HydraContext, task_function: TaskFunction,
+              config: DictConfig) -> None:
+        sweeper.hydra_context, sweeper.config = hydra_context, config
+        self.sweeper = sweeper
+        self.launcher = Plugins.instance().instantiate_launcher(hydra_context=hydra_context,
+                                                                task_function=task_function, config=config)
+
+    def sweep(self, arguments: list[str]) -> list[Sequence[JobReturn]]:
+        """Run rounds until every cell is met, capped, failing or deterministic; print the table."""
+        config = self.sweeper.config
+        cells = self._cells(arguments)
+        baseline_of = self._pairs(cells)
+        state = {cell: stats.Cell(deterministic=not self._stochastic(overrides)) for cell, overrides in cells.items()}
+        sweep_dir = Path(str(config.hydra.sweep.dir))
+        sweep_dir.mkdir(parents=True, exist_ok=True)
+        OmegaConf.save(config, sweep_dir / "multirun.yaml")
+        returns: list[Sequence[JobReturn]] = []
+        index, round_no = 0, 0
+        while True:
+            self.verdicts = {str(k): v for k, v in stats.judge_paired(state, baseline_of, self.rule).items()}
+            jobs = [Job(cell, state[cell].tried + k) for cell in cells for k in range(self.verdicts[cell].more)]
+            if not jobs:
+                break
+            round_no += 1
+            log.info(f"precision round {round_no}: {len(jobs)} runs for {len({j.cell for j in jobs})} cell(s)")
+            batch = [[*cells[job.cell], f"{self.seed_key}={job.seed}"] for job in jobs]
+            self.sweeper.validate_batch_is_legal(batch)
+            results = self.launcher.launch(batch, initial_job_idx=index)
+            index += len(batch)
+            returns.append(results)
+            self._take(state, jobs, results)
+        stats.save(sweep_dir / "precision.json", self.verdicts, self.rule)
+        print(stats.table(self.verdicts, self.rule.confidence), flush=True)
+        print(f"precision sweep: {index} runs in {round_no} round(s); table saved in {sweep_dir / 'precision.json'}")
+        return returns
+
+    # -- the cells ---------------------------------------------------------------------------------
+    def _cells(self, arguments: list[str]) -> dict[str, list[str]]:
+        """Cell label → its overrides: the product of the sweep axes (fixed overrides in every cell)."""
+        parser = OverridesParser.create(config_loader=self.sweeper.hydra_context.config_loader)
+        overrides = parser.parse_overrides([*(f"{k}={v}" for k, v in self.params.items()), *arguments])
+        axes: dict[str, list[str]] = {}
+        for override in overrides:
+            key = override.get_key_element()
+            if key.lstrip("+~") == self.seed_key:
+                raise PrecisionSweepError(
+                    f"hydra/sweeper=precision chooses the seeds (0, 1, 2 … per cell): remove '{override.input_line}' "
+                    f"from the sweep (experiment files: from hydra.sweeper.params)")
+            if override.is_sweep_override():
+                if not override.is_discrete_sweep():
+                    raise PrecisionSweepError(f"hydra/sweeper=precision sweeps lists and ranges, not "
+                                              f"'{override.input_line}'")
+                axes[key] = [f"{key}={value}" for value in override.sweep_string_iterator()]
+            else:
+                axes[key] = [f"{key}={override.get_value_element_as_str()}"]
+        swept = [k for k, v in axes.items() if len(v) > 1]
+        cells: dict[str, list[str]] = {}
+        for combo in itertools.product(*axes.values()):
+            label = " ".join(o for o in combo if o.split("=", 1)[0] in swept) or "(defaults)"
+            cells[label] = list(combo)
+        return cells
+
+    def _pairs(self, cells: dict[str, list[str]]) -> dict[str, str | None]:
+        """Paired mode: each cell → the cell that differs only in having the ``baseline`` level."""
+        if self.baseline is None:
+            return dict.fromkeys(cells)
+        key = self.baseline.split("=", 1)[0]
+        levels = {o for overrides in cells.values() for o in overrides if o.split("=", 1)[0] == key}
+        if self.baseline not in levels:
+            raise PrecisionSweepError(f"hydra.sweeper.baseline={self.baseline!r} is not a level of the sweep; "
+                                      f"levels of {key}: {', '.join(sorted(levels)) or 'none (not an axis)'}")
+        by_overrides = {tuple(overrides): cell for cell, overrides in cells.items()}
+        pairs: dict[str, str | None] = {}
+        for cell, overrides in cells.items():
+            swapped = tuple(self.baseline if o.split("=", 1)[0] == key else o for o in overrides)
+            partner = by_overrides[swapped]
+            pairs[cell] = None if partner == cell else partner
+        return pairs
+
+    def _stochastic(self, overrides: list[str]) -> bool:
+        """Whether a cell's workload depends on the seed: its spec's ``stochastic`` flag when it has one;
+        otherwise every workload but the file replays of :data:`REPLAYS` counts as stochastic."""
+        loader = self.sweeper.hydra_context.config_loader
+        cfg = loader.load_sweep_config(self.sweeper.config, [*overrides, f"{self.seed_key}=0"])
+        target = OmegaConf.select(cfg, "workload._target_", default=None)
+        if target is None:
+            return True
+        flag = getattr(get_class(str(target)), "stochastic", None)
+        return bool(flag) if flag is not None else str(target) not in REPLAYS
+
+    # -- the results -------------------------------------------------------------------------------
+    def _take(self, state: dict[str, stats.Cell], jobs: list[Job], results: Sequence[JobReturn]) -> None:
+        """File each run's metrics (or its failure) under its cell and seed."""
+        unread: dict[str, Job] = {}
+        store = ("", "")
+        for job, ret in zip(jobs, results, strict=True):
+            cell = state[job.cell]
+            if ret.status != JobStatus.COMPLETED:
+                cell.failed.add(job.seed)
+                log.warning(f"{job.cell} {self.seed_key}={job.seed} failed: {ret._return_value}")
+            elif ret.return_value is None:  # skipped by the launcher: finished in MLflow before
+                plain = _run_config(ret, self.sweeper)
+                unread[_run_key(plain)] = job
+                store = (str((plain.get("tracking") or {}).get("uri") or ""), str(plain.get("experiment_name")))
+            else:
+                cell.results[job.seed] = self._metrics(job, dict(ret.return_value.summary))
+        for key, metrics in (_recorded(*store, list(unread)) if unread else {}).items():
+            job = unread[key]
+            if metrics is None:
+                state[job.cell].failed.add(job.seed)
+                log.warning(f"{job.cell} {self.seed_key}={job.seed}: skipped as finished, but no finished run "
+                            f"of it is in the store; counted as failed")
+            else:
+                state[job.cell].results[job.seed] = self._metrics(job, metrics)
+
+    def _metrics(self, job: Job, summary: dict[str, float]) -> dict[str, float]:
+        missing = [t.metric for t in self.rule.targets if t.metric not in summary]
+        if missing:
+            run = f"{job.cell} {self.seed_key}={job.seed}"
+            raise PrecisionSweepError(f"hydra.sweeper.metrics: {missing[0]!r} is not a metric of run '{run}'; "
+                                      f"its metrics: {', '.join(sorted(summary))}")
+        return {t.metric: float(summary[t.metric]) for t in self.rule.targets}
+
+
+def _per_metric(value: Any, metric: str, name: str) -> float | None:
+    """A half-width option for one metric: one number for all, or a ``{metric: number}`` map."""
+    if value is None or isinstance(value, int | float):
+        return value
+    if OmegaConf.is_dict(value) or isinstance(value, dict):
+        unknown = value.get(metric)
+        return None if unknown is None else float(unknown)
+    raise PrecisionSweepError(f"hydra.sweeper.{name} must be a number or a {{metric: number}} map, got {value!r}")
+
+
+def _run_config(ret: JobReturn, sweeper: Any) -> dict[str, Any]:
+    from sweeps.hook import task_config
+
+    cfg = ret.cfg
+    if not isinstance(cfg, DictConfig):
+        cfg = sweeper.hydra_context.config_loader.load_sweep_config(sweeper.config, list(ret.overrides or []))
+    return task_config(cfg)
+
+
+def _run_key(plain: dict[str, Any]) -> str:
+    """The run's ``schedlab.run_key``, as the recording path computes it."""
+    from sweeps.hook import DEFAULT_NON_SEMANTIC
+    from sweeps.tracking import run_key
+
+    return run_key(plain, (plain.get("sweep") or {}).get("non_semantic") or DEFAULT_NON_SEMANTIC)
+
+
+def _recorded(uri: str, experiment: str, keys: list[str]) -> dict[str, dict[str, float] | None]:
+    """The metrics of the finished runs with these run keys in the sweep's MLflow store (None: absent)."""
+    from analysis.runs import RUN_KEY_TAG, load_runs
+
+    if not uri:
+        return dict.fromkeys(keys)
+    try:
+        runs = load_runs(experiment, uri)
+    except AnalysisError as error:
+        raise PrecisionSweepError(f"cannot read back the runs the launcher skipped: {error}") from None
+    tags = runs.tags.get(RUN_KEY_TAG)
+    run_ids = {} if tags is None else {str(key): run_id for run_id, key in tags.items()}
+    return {key: runs.metrics.loc[run_ids[key]].dropna().to_dict() if key in run_ids else None for key in keys}
