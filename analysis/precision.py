@@ -14,6 +14,10 @@ target, and stops on its own:
 - ``failing``: ``max_failures`` runs failed (each failed seed is counted and not retried);
 - ``deterministic``: the workload ignores the seed, so one result is the answer (no CI).
 
+With ``extrapolate`` a round adds, at once, the seeds the current standard deviation says are
+still needed (``n · (half-width / bound)²``, at least ``batch``): fewer rounds, each possibly
+overshooting a little; the stopping test is the same.
+
 Paired mode judges a cell on the per-seed difference against its ``baseline`` cell over the seeds
 both finished (the relative bound is then relative to the mean difference); a baseline cell runs
 the seeds its comparators need and is never judged on its own.
@@ -70,6 +74,8 @@ class Rule:
     batch: int = 5
     max_replications: int = 100
     max_failures: int = 3
+    #: add at once the seeds the current variance says a cell still needs (at least ``batch``)
+    extrapolate: bool = False
 
     def __post_init__(self) -> None:
         if not self.targets:
@@ -203,7 +209,20 @@ def _verdict(cell: Cell, metrics: tuple[Precision, ...], rule: Rule, met: bool) 
     if tried >= rule.max_replications:
         return Verdict(CAPPED, tried, failed, metrics)
     more = rule.initial - n if n < rule.initial else rule.batch
+    if rule.extrapolate and n >= rule.initial:
+        more = max(more, max(_needed(p) for p in metrics) - n)
     return Verdict(RUNNING, tried, failed, metrics, min(more, rule.max_replications - tried))
+
+
+def _needed(p: Precision) -> int:
+    """Results the half-width ∝ 1/√n says meet the bound (Law & Kelton's n*), 0 when unknown.
+
+    >>> _needed(Precision("w", n=10, mean=100.0, half_width=10.0, bound=5.0))
+    40
+    """
+    if not (p.bound > 0 and math.isfinite(p.half_width)):
+        return 0
+    return math.ceil(p.n * (p.half_width / p.bound) ** 2)
 
 
 def table(verdicts: Mapping[str, Verdict], confidence: float = CONFIDENCE) -> str:

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import itertools
 import logging
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -32,6 +33,9 @@ log = logging.getLogger(__name__)
 
 #: workload specs that replay a file, used until every spec says ``stochastic`` itself
 REPLAYS = ("sweeps.specs.TraceFile", "sweeps.specs.WorkflowFile")
+#: the reasons the recording path gives for a run it skips (``JobReturn.task_name`` of the Ray launcher)
+SKIPPED = re.compile(r"finished in MLflow run (?P<run_id>\w+)")
+DUPLICATE = re.compile(r"same run as #(?P<index>\d+)")
 
 
 class PrecisionSweepError(CompactHydraException):
@@ -51,14 +55,14 @@ class PrecisionSweep:
 
     def __init__(self, metrics: Sequence[str], relative_halfwidth: Any = None, absolute_halfwidth: Any = None,
                  confidence: float = 0.95, initial: int = 5, batch: int = 5, max_replications: int = 100,
-                 max_failures: int = 3, baseline: str | None = None, seed_key: str = "seed",
+                 max_failures: int = 3, extrapolate: bool = False, baseline: str | None = None, seed_key: str = "seed",
                  params: dict[str, str] | None = None) -> None:
         try:
             self.rule = stats.Rule(
                 tuple(stats.Target(str(m), _per_metric(relative_halfwidth, m, "relative_halfwidth"),
                                    _per_metric(absolute_halfwidth, m, "absolute_halfwidth")) for m in metrics),
                 confidence=confidence, initial=initial, batch=batch, max_replications=max_replications,
-                max_failures=max_failures)
+                max_failures=max_failures, extrapolate=extrapolate)
         except AnalysisError as error:
             raise PrecisionSweepError(f"hydra.sweeper: {error}") from None
         self.baseline = baseline
@@ -67,6 +71,7 @@ class PrecisionSweep:
         self.sweeper: Any = None
         self.launcher: Any = None
         self.verdicts: dict[str, stats.Verdict] = {}
+        self.by_index: dict[int, dict[str, float] | None] = {}  # job index → its target metrics (None: failed)
 
     def setup(self, sweeper: Any, *, hydra_context: HydraContext, task_function: TaskFunction,
               config: DictConfig) -> None:
@@ -96,9 +101,9 @@ class PrecisionSweep:
             batch = [[*cells[job.cell], f"{self.seed_key}={job.seed}"] for job in jobs]
             self.sweeper.validate_batch_is_legal(batch)
             results = self.launcher.launch(batch, initial_job_idx=index)
-            index += len(batch)
             returns.append(results)
-            self._take(state, jobs, results)
+            self._take(state, jobs, results, index)
+            index += len(batch)
         stats.save(sweep_dir / "precision.json", self.verdicts, self.rule)
         print(stats.table(self.verdicts, self.rule.confidence), flush=True)
         print(f"precision sweep: {index} runs in {round_no} round(s); table saved in {sweep_dir / 'precision.json'}")
@@ -159,29 +164,44 @@ class PrecisionSweep:
         return bool(flag) if flag is not None else str(target) not in REPLAYS
 
     # -- the results -------------------------------------------------------------------------------
-    def _take(self, state: dict[str, stats.Cell], jobs: list[Job], results: Sequence[JobReturn]) -> None:
-        """File each run's metrics (or its failure) under its cell and seed."""
-        unread: dict[str, Job] = {}
-        store = ("", "")
-        for job, ret in zip(jobs, results, strict=True):
-            cell = state[job.cell]
+    def _take(self, state: dict[str, stats.Cell], jobs: list[Job], results: Sequence[JobReturn], first: int) -> None:
+        """File each run's metrics (or its failure) under its cell and seed (job ``first`` + i is ``jobs[i]``)."""
+        recorded: dict[str, Job] = {}  # MLflow run id → the skipped job it answers
+        for i, (job, ret) in enumerate(zip(jobs, results, strict=True)):
             if ret.status != JobStatus.COMPLETED:
-                cell.failed.add(job.seed)
                 log.warning(f"{job.cell} {self.seed_key}={job.seed} failed: {ret._return_value}")
-            elif ret.return_value is None:  # skipped by the launcher: finished in MLflow before
-                plain = _run_config(ret, self.sweeper)
-                unread[_run_key(plain)] = job
-                store = (str((plain.get("tracking") or {}).get("uri") or ""), str(plain.get("experiment_name")))
+                self._file(state, job, first + i, None)
+            elif ret.return_value is not None:
+                self._file(state, job, first + i, dict(ret.return_value.summary))
+            elif (found := SKIPPED.search(str(ret.task_name))) is not None:  # finished in MLflow before
+                recorded[found["run_id"]] = job
+            elif (same := DUPLICATE.search(str(ret.task_name))) is not None:  # the same run as an earlier job
+                self._file(state, job, first + i, self.by_index.get(int(same["index"])))
             else:
-                cell.results[job.seed] = self._metrics(job, dict(ret.return_value.summary))
-        for key, metrics in (_recorded(*store, list(unread)) if unread else {}).items():
-            job = unread[key]
-            if metrics is None:
-                state[job.cell].failed.add(job.seed)
-                log.warning(f"{job.cell} {self.seed_key}={job.seed}: skipped as finished, but no finished run "
-                            f"of it is in the store; counted as failed")
-            else:
-                state[job.cell].results[job.seed] = self._metrics(job, metrics)
+                log.warning(f"{job.cell} {self.seed_key}={job.seed}: the launcher returned no result "
+                            f"({ret.task_name}); counted as failed")
+                self._file(state, job, first + i, None)
+        if recorded:
+            metrics = _recorded(*self._store(results), list(recorded))
+            for run_id, job in recorded.items():
+                self._file(state, job, first + jobs.index(job), metrics[run_id])
+
+    def _file(self, state: dict[str, stats.Cell], job: Job, index: int, summary: dict[str, float] | None) -> None:
+        if summary is None:
+            state[job.cell].failed.add(job.seed)
+            self.by_index[index] = None
+        else:
+            state[job.cell].results[job.seed] = self.by_index[index] = self._metrics(job, summary)
+
+    def _store(self, results: Sequence[JobReturn]) -> tuple[str, str]:
+        """The MLflow store and experiment the recording path wrote to (its tracker's, else the config's)."""
+        tracker = getattr(self.launcher, "options", {}).get("hook")
+        if getattr(tracker, "store", None) is not None:
+            return str(tracker.store.uri), str(tracker.experiment_name)
+        from sweeps.hook import task_config
+
+        plain = task_config(next(r.cfg for r in results if isinstance(r.cfg, DictConfig)))
+        return str((plain.get("tracking") or {}).get("uri") or ""), str(plain.get("experiment_name"))
 
     def _metrics(self, job: Job, summary: dict[str, float]) -> dict[str, float]:
         missing = [t.metric for t in self.rule.targets if t.metric not in summary]
@@ -202,33 +222,13 @@ def _per_metric(value: Any, metric: str, name: str) -> float | None:
     raise PrecisionSweepError(f"hydra.sweeper.{name} must be a number or a {{metric: number}} map, got {value!r}")
 
 
-def _run_config(ret: JobReturn, sweeper: Any) -> dict[str, Any]:
-    from sweeps.hook import task_config
+def _recorded(uri: str, experiment: str, run_ids: list[str]) -> dict[str, dict[str, float] | None]:
+    """The metrics of these finished runs, read back from the sweep's MLflow store (None: not there)."""
+    from analysis.runs import load_runs
 
-    cfg = ret.cfg
-    if not isinstance(cfg, DictConfig):
-        cfg = sweeper.hydra_context.config_loader.load_sweep_config(sweeper.config, list(ret.overrides or []))
-    return task_config(cfg)
-
-
-def _run_key(plain: dict[str, Any]) -> str:
-    """The run's ``schedlab.run_key``, as the recording path computes it."""
-    from sweeps.hook import DEFAULT_NON_SEMANTIC
-    from sweeps.tracking import run_key
-
-    return run_key(plain, (plain.get("sweep") or {}).get("non_semantic") or DEFAULT_NON_SEMANTIC)
-
-
-def _recorded(uri: str, experiment: str, keys: list[str]) -> dict[str, dict[str, float] | None]:
-    """The metrics of the finished runs with these run keys in the sweep's MLflow store (None: absent)."""
-    from analysis.runs import RUN_KEY_TAG, load_runs
-
-    if not uri:
-        return dict.fromkeys(keys)
     try:
         runs = load_runs(experiment, uri)
     except AnalysisError as error:
         raise PrecisionSweepError(f"cannot read back the runs the launcher skipped: {error}") from None
-    tags = runs.tags.get(RUN_KEY_TAG)
-    run_ids = {} if tags is None else {str(key): run_id for run_id, key in tags.items()}
-    return {key: runs.metrics.loc[run_ids[key]].dropna().to_dict() if key in run_ids else None for key in keys}
+    return {run_id: runs.metrics.loc[run_id].dropna().to_dict() if run_id in runs.metrics.index else None
+            for run_id in run_ids}

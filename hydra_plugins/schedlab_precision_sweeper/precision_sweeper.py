@@ -21,9 +21,11 @@ class PrecisionSweeperConf:
     cell runs ``initial`` seeds, then ``batch`` more per round while a metric of ``metrics`` has a
     half-width above ``max(relative_halfwidth · |mean|, absolute_halfwidth)`` at ``confidence``;
     it stops when met, at ``max_replications`` seeds (capped) or after ``max_failures`` failed
-    runs. Both half-widths take a number for every metric or a ``{metric: number}`` map.
-    ``baseline`` (e.g. ``policy=easy``) judges every other level of that axis on its per-seed
-    difference to the baseline (paired mode).
+    runs. ``extrapolate`` adds at once the seeds the current variance says are missing (at least
+    ``batch``; fewer rounds, which matters when each round starts a Ray instance). Both
+    half-widths take a number for every metric or a ``{metric: number}`` map. ``baseline`` (e.g.
+    ``policy=easy``) judges every other level of that axis on its per-seed difference to the
+    baseline (paired mode).
     """
 
     _target_: str = "hydra_plugins.schedlab_precision_sweeper.precision_sweeper.PrecisionSweeper"
@@ -35,6 +37,7 @@ class PrecisionSweeperConf:
     batch: int = 5
     max_replications: int = 100
     max_failures: int = 3
+    extrapolate: bool = False
     baseline: Optional[str] = None  # noqa: UP045
     seed_key: str = "seed"
     params: Optional[Dict[str, str]] = None  # noqa: UP006, UP045
