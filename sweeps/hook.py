@@ -2,6 +2,11 @@
 
 :class:`SweepTracker` is the only recorder: the Ray launcher's ``hook`` (``hydra.launcher.hook``), and
 driven by :class:`sweeps.recording.Recording` for single runs and Hydra's basic launcher.
+
+A run is skipped when a FINISHED run has the same identity: its ``run_key`` (the semantic config;
+without the seed when the workload is not stochastic, so a seed sweep of a replay runs once per
+cell) and, with ``sweep.reuse=same`` (the default), the same ``schedlab.code`` and
+``schedlab.inputs`` (:mod:`sweeps.identity`). ``sweep.reuse=any`` matches on the run key alone.
 """
 
 from __future__ import annotations
@@ -9,20 +14,28 @@ from __future__ import annotations
 import importlib.metadata
 import sys
 import uuid
-from collections.abc import Sequence
+from collections import Counter
+from collections.abc import Iterable, Sequence
 from datetime import datetime
 from functools import cache
+from pathlib import Path
 from typing import Any
 
+from hydra.core.override_parser.overrides_parser import OverridesParser
+from hydra.types import RunMode
 from omegaconf import DictConfig, ListConfig, OmegaConf
 
 from hydra_plugins.schedlab_ray_launcher.hooks import PlannedRun, RunReport, SweepAbortedError, SweepStats
 from sim.core import InputError
 from sweeps import task
+from sweeps.identity import REUSE, InputHasher, Inputs, changed_inputs, code_fingerprint
 from sweeps.summary import format_policy_table
-from sweeps.tracking import TAG, LoggedRun, MlflowStore, flatten, git_commit, open_store, run_key, to_yaml
+from sweeps.tracking import TAG, LoggedRun, MlflowStore, git_commit, open_store, run_key, semantic_config, to_yaml
 
 DEFAULT_NON_SEMANTIC = ("tracking", "sweep", "experiment_name", "replications", "workload.base_dir")
+#: where runs go when the command line changes what the default experiment computes (see :func:`adhoc`)
+ADHOC_EXPERIMENT = "schedlab-adhoc"
+CODE_TAG, INPUTS_TAG, INPUT_FILES_TAG = f"{TAG}code", f"{TAG}inputs", f"{TAG}input_files"
 
 
 def task_config(cfg: DictConfig) -> dict[str, Any]:
@@ -52,18 +65,28 @@ class SweepTracker:
         self.summary = summary
         self.sweep_id = f"{datetime.now():%Y%m%d-%H%M%S}-{uuid.uuid4().hex[:6]}"
         self.store: MlflowStore | None = None
+        self.experiment_name = ADHOC_EXPERIMENT
+        self.adhoc = False
+        self.swept: frozenset[str] = frozenset()
         self.cfgs: dict[int, dict[str, Any]] = {}
+        self.parts: dict[int, task.RunParts] = {}
+        self.workloads: dict[int, str] = {}
         self.keys: dict[int, str] = {}
+        self.inputs: dict[int, Inputs] = {}
+        self.first: dict[str, int] = {}  # run key → the first run of this sweep with it
+        self.seeds: dict[str, set[Any]] = {}  # run key of a deterministic run → the seeds asked for
+        self.reran: Counter[str] = Counter()
+        self.hasher = InputHasher()
         self.results: list[tuple[dict[str, Any], dict[str, float]]] = []
         self.run_ids: dict[int, str] = {}
 
     # -- the SweepHook protocol -------------------------------------------------------------
     def validate(self, config: DictConfig, runs: Sequence[PlannedRun]) -> None:
-        self.cfgs = {run.index: task_config(run.config) for run in runs}
+        self.configure(config)
         errors: dict[str, list[PlannedRun]] = {}
         for run in runs:
             try:
-                task.prepare(self.cfgs[run.index])
+                self.check(run.index, task_config(run.config), workload_choice(run.config))
             except InputError as e:
                 errors.setdefault(str(e), []).append(run)
         if errors:
@@ -77,52 +100,104 @@ class SweepTracker:
         outcome = report.value if report.status == "FINISHED" else None
         self.record(report.run.index, report.status, outcome, report.error, report.traceback,
                     node=report.node_id, start=report.start_time, end=report.end_time,
-                    label=report.run.label, node_ip=report.node_ip)
+                    overrides=report.run.overrides, node_ip=report.node_ip)
 
     def finish(self, stats: SweepStats) -> None:
         if self.summary and self.results:
             print(format_policy_table(self.results))
+        for line in self.notes():
+            print(line)
         if self.store is not None:
             print(f"MLflow: experiment {self.experiment_name!r} in {self.store.uri} (sweep {self.sweep_id}); "
                   f"browse with: mlflow ui --backend-store-uri {self.store.uri}")
         sys.stdout.flush()
 
     # -- plain-dict core, shared with in-process runs --------------------------------------------
+    def configure(self, config: DictConfig) -> None:
+        """Read the sweep's own config (with its ``hydra`` node): swept factors and experiment."""
+        self.swept = swept_keys(config)
+        self.adhoc = adhoc(config)
+
+    def check(self, index: int, cfg: dict[str, Any], workload: str = "") -> task.RunParts:
+        """Validate one run config (raises :class:`InputError`) and keep it for planning."""
+        parts = task.prepare(cfg)
+        reuse = (cfg.get("sweep") or {}).get("reuse", "same")
+        if reuse not in REUSE:
+            raise InputError(f"sweep.reuse must be one of {', '.join(REUSE)} (same: skip a finished run only "
+                             f"when its config, input files and simulator code are today's), got {reuse!r}")
+        self.cfgs[index], self.parts[index] = cfg, parts
+        self.workloads[index] = workload or type(parts.workload).__name__
+        return parts
+
     def plan_configs(self, cfgs: dict[int, dict[str, Any]]) -> list[str | None]:
         """Per run: ``None`` to run it, or why it is skipped (finished before, or a duplicate)."""
-        self.cfgs.update(cfgs)
+        for i, cfg in cfgs.items():
+            if i not in self.parts or self.cfgs.get(i) is not cfg:
+                self.check(i, cfg)
         first = next(iter(cfgs.values()))
         sweep = first.get("sweep") or {}
-        non_semantic = sweep.get("non_semantic") or DEFAULT_NON_SEMANTIC
-        self.keys.update({i: run_key(cfg, non_semantic) for i, cfg in cfgs.items()})
-        self.experiment_name = str(first.get("experiment_name") or "Default")
+        non_semantic = tuple(sweep.get("non_semantic") or DEFAULT_NON_SEMANTIC)
+        for i, cfg in cfgs.items():
+            workload = self.parts[i].workload
+            self.keys[i] = run_key(cfg, non_semantic if workload.stochastic else (*non_semantic, "seed"))
+            self.inputs[i] = self.hasher.inputs(workload.input_files())
+        self.experiment_name = ADHOC_EXPERIMENT if self.adhoc else str(first.get("experiment_name") or ADHOC_EXPERIMENT)
         tracking = first.get("tracking") or {}
         existing: dict[str, list[Any]] = {}
         if tracking.get("uri"):
             self.store = open_store(str(tracking["uri"]), self.experiment_name, tracking.get("artifact_root"))
             existing = self.store.runs_by_key()
-        wanted = {self.keys[i] for i in cfgs}
-        for key in wanted & set(existing):  # left RUNNING by a driver that was killed while logging
+        for key in {self.keys[i] for i in cfgs} & set(existing):  # left RUNNING by a killed driver
             for run in existing[key]:
                 if run.info.status == "RUNNING":
                     self.store.mark_killed(run.info.run_id)
         decisions: list[str | None] = []
-        seen: dict[str, int] = {}
         for i, cfg in cfgs.items():
             key = self.keys[i]
+            if not self.parts[i].workload.stochastic:
+                self.seeds.setdefault(key, set()).add(cfg.get("seed"))
             finished = [r for r in existing.get(key, []) if r.info.status == "FINISHED"]
-            if key in seen:
-                decisions.append(f"same run as #{seen[key]}")
-            elif finished and not sweep.get("force", False):
-                decisions.append(f"finished in MLflow run {finished[0].info.run_id}")
-                self.results.append((cfg, dict(finished[0].data.metrics)))
+            same = [r for r in finished if sweep.get("reuse", "same") == "any" or not self.changes(r, i)]
+            if key in self.first:
+                decisions.append(f"same run as #{self.first[key]}")
+            elif same and not sweep.get("force", False):
+                decisions.append(f"finished in MLflow run {same[0].info.run_id}")
+                self.results.append((cfg, dict(same[0].data.metrics)))
             else:
+                if finished and not sweep.get("force", False):
+                    self.reran["; ".join(self.changes(finished[0], i))] += 1
                 decisions.append(None)
-            seen.setdefault(key, i)
+            self.first.setdefault(key, i)
         return decisions
 
+    def changes(self, run: Any, index: int) -> list[str]:
+        """What differs between a recorded run and run ``index`` besides the config ([] if nothing)."""
+        tags = run.data.tags
+        if CODE_TAG not in tags:
+            return ["recorded without code and input fingerprints"]
+        why = ["simulator code changed"] if tags[CODE_TAG] != code_fingerprint() else []
+        inputs = self.inputs[index]
+        if tags.get(INPUTS_TAG) != inputs.digest:
+            files = changed_inputs(tags.get(INPUT_FILES_TAG), inputs)
+            why.append(f"input file changed: {', '.join(files)}" if files else "input files changed")
+        return why
+
+    def notes(self) -> list[str]:
+        """What the sweep decided for the user: reruns and why, collapsed seeds, where runs went."""
+        lines = [f"{n} reran: {why}" for why, n in sorted(self.reran.items())]
+        per_workload: dict[str, int] = {}
+        for i, key in self.keys.items():
+            if key in self.seeds and len(self.seeds[key]) > 1:
+                per_workload[self.workloads[i]] = max(per_workload.get(self.workloads[i], 0), len(self.seeds[key]))
+        lines += [f"workload {name} is deterministic: {n} seeds → 1 run per cell" for name, n in per_workload.items()]
+        if self.adhoc and self.store is not None:
+            lines.append(f"ad-hoc runs (the command line changed the default experiment) go to {ADHOC_EXPERIMENT!r}; "
+                         f"choose one with experiment=NAME or experiment_name=NAME")
+        return lines
+
     def record(self, index: int, status: str, outcome: task.RunOutcome | None, error: str | None,
-               traceback: str | None, node: str, start: float, end: float, label: str, node_ip: str = "") -> None:
+               traceback: str | None, node: str, start: float, end: float, overrides: Sequence[str],
+               node_ip: str = "") -> None:
         """Log one ended run (the driver's only write per run)."""
         cfg = self.cfgs[index]
         metrics = dict(outcome.summary) if outcome is not None else {}
@@ -131,23 +206,105 @@ class SweepTracker:
             self.results.append((cfg, dict(outcome.summary)))
         if self.store is None:
             return
+        inputs = self.inputs[index]
         tags = {f"{TAG}run_key": self.keys[index], f"{TAG}sweep_id": self.sweep_id, f"{TAG}git_commit": git_commit(),
-                f"{TAG}version": schedlab_version(), f"{TAG}ray_node": node}
+                f"{TAG}version": schedlab_version(), f"{TAG}ray_node": node, CODE_TAG: code_fingerprint(),
+                INPUTS_TAG: inputs.digest, **targets(cfg)}
+        if inputs.files and inputs.manifest:
+            tags[INPUT_FILES_TAG] = inputs.manifest
         if node_ip:
             tags[f"{TAG}ray_node_ip"] = node_ip
         if error:
             tags[f"{TAG}error"] = error.splitlines()[0][:5000]
         if outcome is not None and outcome.notes:
             tags.update({f"{TAG}note.{k}": str(v) for k, v in outcome.notes.items()})
+        params = run_params(cfg, self.non_semantic(cfg))
+        if outcome is not None and outcome.nodes_from_workload is not None:
+            params["cluster.nodes"] = outcome.nodes_from_workload  # the size the trace header gave
+        name = run_name(cfg, overrides, self.swept, seed=self.parts[index].workload.stochastic)
         self.run_ids[index] = self.store.log(LoggedRun(
-            params=flatten(cfg), tags=tags, metrics=metrics, status=status, run_name=label.replace(" ", ","),
+            params=params, tags=tags, metrics=metrics, status=status, run_name=name,
             start_time=start, end_time=end, config_yaml=to_yaml(cfg),
             tables=outcome.tables if outcome is not None else {}, files=outcome.files if outcome is not None else {},
             traceback=traceback))
+
+    @staticmethod
+    def non_semantic(cfg: dict[str, Any]) -> tuple[str, ...]:
+        return tuple((cfg.get("sweep") or {}).get("non_semantic") or DEFAULT_NON_SEMANTIC)
+
+
+def run_params(cfg: dict[str, Any], non_semantic: Iterable[str]) -> dict[str, Any]:
+    """The MLflow params: the semantic config, without ``_target_`` class paths (those are tags).
+
+    >>> run_params({"policy": {"_target_": "x.Easy", "name": "easy"}, "tracking": {"uri": "u"}}, ["tracking"])
+    {'policy.name': 'easy'}
+    """
+    return {k: v for k, v in semantic_config(cfg, non_semantic).items() if not k.endswith("_target_")}
+
+
+def targets(cfg: dict[str, Any]) -> dict[str, str]:
+    """``schedlab.target.<group>`` tags: the class each config group built."""
+    return {f"{TAG}target.{group}": str(node["_target_"]) for group, node in cfg.items()
+            if isinstance(node, dict) and "_target_" in node}
+
+
+def run_name(cfg: dict[str, Any], overrides: Sequence[str], swept: Iterable[str], seed: bool = True) -> str:
+    """The run list's name: policy, seed, then the swept factors' values (short keys, trace files by name).
+
+    >>> run_name({"policy": {"name": "easy"}, "seed": 3}, ["policy=easy", "seed=3", "workload.arrival_rate=0.02",
+    ...          "tracking.uri=x"], {"policy", "seed", "workload.arrival_rate"})
+    'easy seed=3 arrival_rate=0.02'
+    """
+    wanted = set(swept) - {"policy", "seed"}
+    values = {}
+    for text in overrides:
+        key, _, value = text.lstrip("+~").partition("=")
+        if key in wanted:
+            values[key] = Path(value).name if "/" in value else value
+    shorts = Counter(key.rsplit(".", 1)[-1] for key in values)
+    factors = [f"{key if shorts[key.rsplit('.', 1)[-1]] > 1 else key.rsplit('.', 1)[-1]}={value}"
+               for key, value in values.items()]
+    head = [str((cfg.get("policy") or {}).get("name", "?"))] + ([f"seed={cfg.get('seed')}"] if seed else [])
+    return " ".join(head + factors)
+
+
+def _override_keys(config: DictConfig) -> list[tuple[str, bool]]:
+    """(key, is a sweep) of each command-line override of the sweep or run."""
+    texts = list(OmegaConf.select(config, "hydra.overrides.task", default=[]) or [])
+    return [(o.key_or_group, o.is_sweep_override()) for o in OverridesParser.create().parse_overrides(texts)]
+
+
+def swept_keys(config: DictConfig) -> frozenset[str]:
+    """The factors that name a run: a sweep's axes (its ``hydra.sweeper.params`` and command-line
+    sweeps), or a single run's command-line overrides (bookkeeping keys left out)."""
+    multirun = OmegaConf.select(config, "hydra.mode", default=None) == RunMode.MULTIRUN
+    keys = {key for key, is_sweep in _override_keys(config) if is_sweep or not multirun}
+    if multirun:
+        keys |= set(OmegaConf.select(config, "hydra.sweeper.params", default={}) or {})
+    return frozenset(key for key in keys if not key.startswith("hydra") and not _bookkeeping(key, config))
+
+
+def adhoc(config: DictConfig) -> bool:
+    """True when the command line changes what a run computes without choosing ``experiment=`` or
+    ``experiment_name=``: such runs go to :data:`ADHOC_EXPERIMENT`, not into the default experiment."""
+    keys = [key for key, _ in _override_keys(config)]
+    if "experiment" in keys or "experiment_name" in keys:
+        return False
+    return any(not key.startswith("hydra") and not _bookkeeping(key, config) for key in keys)
+
+
+def _bookkeeping(key: str, config: DictConfig) -> bool:
+    """A key that never changes a run's result (``sweep.non_semantic``, e.g. ``tracking.uri``)."""
+    listed = OmegaConf.select(config, "sweep.non_semantic", default=None)
+    return any(key == d or key.startswith(d + ".") for d in (listed or DEFAULT_NON_SEMANTIC))
+
+
+def workload_choice(config: DictConfig) -> str:
+    """The ``workload=`` choice of a composed run config (``swf``), or ``""``."""
+    return str(OmegaConf.select(config, "hydra.runtime.choices.workload", default="") or "")
 
 
 def _which(bad: Sequence[PlannedRun], total: int) -> str:
     if len(bad) == total:
         return f"all {total} runs"
     return f"{len(bad)} of {total} runs, e.g. #{bad[0].index}: {bad[0].label}"
-

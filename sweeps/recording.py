@@ -69,7 +69,7 @@ class Recording(Callback):
         self.started: dict[int, float] = {}
 
     def on_run_start(self, config: DictConfig, **kwargs: Any) -> None:
-        self._in_process(summary=False)
+        self._in_process(config, summary=False)
 
     def on_multirun_start(self, config: DictConfig, **kwargs: Any) -> None:
         try:
@@ -81,25 +81,25 @@ class Recording(Callback):
                 with read_write(config.hydra.launcher), open_dict(config.hydra.launcher):
                     config.hydra.launcher.hook = {"_target_": TRACKER}
         else:
-            self._in_process(summary=True)
+            self._in_process(config, summary=True)
 
-    def _in_process(self, summary: bool) -> None:
+    def _in_process(self, config: DictConfig, summary: bool) -> None:
         from sweeps.hook import SweepTracker
 
         self.tracker = SweepTracker(summary=summary)
+        self.tracker.configure(config)
 
     def on_job_start(self, config: DictConfig, **kwargs: Any) -> None:
         """Validate the job and decide whether it was recorded before (in-process jobs only)."""
         if self.tracker is None:  # a Ray worker: the driver's tracker records this job
             return
         from sim.core import InputError
-        from sweeps import task
-        from sweeps.hook import task_config
+        from sweeps.hook import task_config, workload_choice
 
         index = int(OmegaConf.select(config, "hydra.job.num", default=0) or 0)
         plain = task_config(config)
         try:
-            task.prepare(plain)
+            self.tracker.check(index, plain, workload_choice(config))
         except InputError as error:
             abort(f"invalid configuration, nothing was run: {error}")
         reason = self.tracker.plan_configs({index: plain})[0]
@@ -120,17 +120,25 @@ class Recording(Callback):
         start, end = self.started.pop(index, time.time()), time.time()
         if job_return.status == JobStatus.COMPLETED:
             outcome = job_return.return_value
-            self.tracker.record(index, "FINISHED", outcome, None, None, socket.gethostname(), start, end, label)
+            self.tracker.record(index, "FINISHED", outcome, None, None, socket.gethostname(), start, end,
+                                job_return.overrides or [])
             print(f"{label}: " + ", ".join(f"{k}={v:.6g}" for k, v in outcome.summary.items()))
         else:
             exc = job_return._return_value
             self.tracker.record(index, "FAILED", None, f"{type(exc).__name__}: {exc}",
-                                "".join(traceback.format_exception(exc)), socket.gethostname(), start, end, label)
+                                "".join(traceback.format_exception(exc)), socket.gethostname(), start, end,
+                                job_return.overrides or [])
         if self.tracker.store is not None and index in self.tracker.run_ids:
-            print(f"MLflow run {self.tracker.run_ids[index]} in {self.tracker.store.uri}")
+            print(f"MLflow run {self.tracker.run_ids[index]} in {self.tracker.store.uri} "
+                  f"(experiment {self.tracker.experiment_name!r})")
+
+    def on_run_end(self, config: DictConfig, **kwargs: Any) -> None:
+        for line in self.tracker.notes() if self.tracker is not None else []:
+            print(line)
 
     def on_multirun_end(self, config: DictConfig, **kwargs: Any) -> None:
         if self.tracker is not None and self.tracker.summary and self.tracker.results:
             from sweeps.summary import format_policy_table
 
             print(format_policy_table(self.tracker.results))
+        self.on_run_end(config)

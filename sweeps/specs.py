@@ -4,6 +4,11 @@ Constructing a spec only checks its values (cheap: the driver does it for every 
 starts); :meth:`build` does the real work in the worker. Every workload is drawn from the
 ``numpy.random.Generator`` it is handed, which is seeded from the replication seed alone, so every
 policy sees the same jobs for a seed (common random numbers).
+
+Every workload spec declares its ``kind`` (metric set and fitting policies), whether it is
+``stochastic`` (a replay is not: the driver runs one seed per cell), whether it ``sizes_machine``
+(gives ``cluster=from_trace`` its size) and the ``input_files()`` a run reads (hashed into the
+run's identity, :mod:`sweeps.identity`).
 """
 
 from __future__ import annotations
@@ -78,6 +83,8 @@ class SyntheticHpc:
     (see :mod:`sim.workloads.synthetic`)."""
 
     kind = "hpc"  # the metric set and the policies that fit (sim.run)
+    stochastic = True  # drawn from the seed's generator: each seed is a replication
+    sizes_machine = False
 
     jobs: int = 1000
     arrival_rate: float = 0.01
@@ -92,6 +99,9 @@ class SyntheticHpc:
         if not _positive(self.estimate_factor_max) or self.estimate_factor_max < 1:
             raise InputError(f"workload.estimate_factor_max must be ≥ 1, got {self.estimate_factor_max!r}")
 
+    def input_files(self) -> dict[str, Path]:
+        return {}
+
     def build(self, rng: np.random.Generator, cluster: Cluster | None) -> Workload:
         if cluster is None or len(cluster.resources) != 1:
             raise InputError("synthetic_hpc needs a node-count machine: pick a cluster with nodes set")
@@ -105,6 +115,8 @@ class TraceFile:
     ``base_dir`` (the directory the sweep was launched from)."""
 
     kind = "hpc"  # the metric set and the policies that fit (sim.run)
+    stochastic = False  # a replay: every seed gives the same run
+    sizes_machine = True  # the header's size is the machine for cluster=from_trace
 
     path: str
     format: str | None = None
@@ -122,6 +134,10 @@ class TraceFile:
     def file(self) -> Path:
         return Path(self.base_dir).expanduser() / Path(self.path).expanduser()
 
+    def input_files(self) -> dict[str, Path]:
+        """The files a run reads, by the name the user gave."""
+        return {self.path: self.file}
+
     def build(self, rng: np.random.Generator, cluster: Cluster | None) -> Workload:
         return load_trace(self.file, self.format)
 
@@ -133,12 +149,17 @@ class MultiResTasks:
     cluster's resources (pair with a :class:`ResourceCluster`)."""
 
     kind = "multires"  # the metric set and the policies that fit (sim.run)
+    stochastic = True
+    sizes_machine = False
 
     users: dict[str, dict] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         if not self.users:
             raise InputError("workload.users must name at least one user with its task spec")
+
+    def input_files(self) -> dict[str, Path]:
+        return {}
 
     def build(self, rng: np.random.Generator, cluster: Cluster | None) -> Workload:
         return multires_workload(rng, users=self.users, cluster=cluster)
@@ -180,6 +201,8 @@ class _StreamParams:
     :mod:`sim.workflows.stream`)."""
 
     kind = "workflow"  # the metric set and the policies that fit (sim.run)
+    stochastic = True  # arrivals (and generated or drawn workflows) come from the seed's generator
+    sizes_machine = False
 
     arrival_rate: float = 1 / 180
     s_max: int = 50_000
@@ -190,6 +213,9 @@ class _StreamParams:
 
     def __post_init__(self) -> None:
         check_stream(self.jobs, self.warmup, self.arrival_rate, self.s_max, self.em_max)
+
+    def input_files(self) -> dict[str, Path]:
+        return {}
 
     def _stream_args(self, cluster: Cluster | None, workload: str) -> dict:
         m, c_r = slotted_shape(cluster, workload)
@@ -240,6 +266,10 @@ class WfFormatFolder(_StreamParams):
     def folder(self) -> Path:
         return Path(self.base_dir).expanduser() / Path(self.path).expanduser()
 
+    def input_files(self) -> dict[str, Path]:
+        """The instance files a run draws from (the folder's ``*.json``, as the reader lists them)."""
+        return {f"{self.path.rstrip('/')}/{file.name}": file for file in sorted(self.folder.glob("*.json"))}
+
     def build(self, rng: np.random.Generator, cluster: Cluster | None) -> Workload:
         return wfformat_stream(rng, self.folder, **self._stream_args(cluster, "workload wfformat"))
 
@@ -249,6 +279,8 @@ class WorkflowFile:
     """A workflow-stream JSON file (see :mod:`sim.workflows.files`); its m and c_r must be the cluster's."""
 
     kind = "workflow"  # the metric set and the policies that fit (sim.run)
+    stochastic = False  # a replay of a saved stream: every seed gives the same run
+    sizes_machine = False
 
     path: str = "???"
     warmup: int = 0
@@ -265,6 +297,9 @@ class WorkflowFile:
     @property
     def file(self) -> Path:
         return Path(self.base_dir).expanduser() / Path(self.path).expanduser()
+
+    def input_files(self) -> dict[str, Path]:
+        return {self.path: self.file}
 
     def build(self, rng: np.random.Generator, cluster: Cluster | None) -> Workload:
         m, c_r = slotted_shape(cluster, "workload workflow_file")

@@ -28,7 +28,8 @@ STREAM_ARTIFACT = "workflow_stream.json"
 
 #: Top-level keys a run config may have (a misspelled key in an experiment file is an error).
 TOP_LEVEL_KEYS = frozenset(
-    {"seed", "experiment_name", "cluster", "workload", "policy", "engine", "tracking", "sweep", "replications"})
+    {"seed", "experiment_name", "cluster", "workload", "policy", "engine", "tracking", "sweep", "replications",
+     "paper"})  # paper: how make paper presents an experiment (analysis/paper.py), never part of a run
 
 
 @dataclass
@@ -42,6 +43,8 @@ class RunOutcome:
     seconds: float = 0.0
     #: artifact files, name → content: ``workflow_stream.json`` when ``workload.save_stream`` is true
     files: dict[str, bytes] = field(default_factory=dict)
+    #: the machine's node count when the workload sized it (``cluster=from_trace``), else ``None``
+    nodes_from_workload: int | None = None
 
 
 @dataclass(frozen=True)
@@ -73,6 +76,10 @@ def prepare(cfg: dict[str, Any]) -> RunParts:
                      drop_oversized=bool(engine.get("drop_oversized", False)))
     policy = _built("policy", cfg)  # unknown policy names and options fail here, on the driver
     check_kind(policy, parts.workload.kind)
+    if not parts.cluster.fixed and not parts.workload.sizes_machine:
+        raise InputError(f"cluster.nodes is null (cluster=from_trace takes the size from a trace header) but "
+                         f"workload {type(parts.workload).__name__} reads no trace; pick a sized cluster "
+                         f"(cluster=hpc128) or set cluster.nodes=N")
     if parts.cluster.fixed:
         cluster = parts.cluster.build()
         _check_fit(policy, cluster)
@@ -97,6 +104,7 @@ def run_one(cfg: dict[str, Any]) -> RunOutcome:
     tic = time.perf_counter()
     cluster = parts.cluster.build() if parts.cluster.fixed else None
     workload = parts.workload.build(np.random.default_rng(parts.seed), cluster)
+    sized = None if cluster else workload.default_nodes
     cluster = cluster or parts.cluster.build(workload.default_nodes)
     policy = _instantiate("policy", cfg, weights=getattr(workload, "weights", None))
     try:
@@ -107,7 +115,8 @@ def run_one(cfg: dict[str, Any]) -> RunOutcome:
     seconds = time.perf_counter() - tic
     saves = getattr(parts.workload, "save_stream", False)
     files = {STREAM_ARTIFACT: _stream_bytes(parts.workload, workload, cluster)} if saves else {}
-    return RunOutcome(summary=done.summary, tables=done.tables, notes=done.notes, seconds=seconds, files=files)
+    return RunOutcome(summary=done.summary, tables=done.tables, notes=done.notes, seconds=seconds, files=files,
+                      nodes_from_workload=sized)
 
 
 def _stream_bytes(spec: Any, workload: Any, cluster: Cluster) -> bytes:

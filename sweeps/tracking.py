@@ -105,8 +105,22 @@ class MlflowStore:
             if artifact_root:
                 location = (Path(artifact_root) / experiment_name.replace("/", "_")).resolve().as_uri()
             self.experiment_id = self.client.create_experiment(experiment_name, artifact_location=location)
+            self._drop_empty_default()
         else:
             self.experiment_id = experiment.experiment_id
+
+    def _drop_empty_default(self) -> None:
+        """A new store starts with MLflow's "Default" experiment (id 0); schedlab never uses it, so an
+        empty one is deleted rather than shown in the UI's experiment list."""
+        from mlflow.exceptions import MlflowException
+
+        try:
+            default = self.client.get_experiment("0") if self.experiment_id != "0" else None
+        except MlflowException:  # a server whose store has no experiment 0
+            return
+        if default is not None and default.name == "Default" and default.lifecycle_stage == "active" \
+                and not self.client.search_runs(["0"], max_results=1):
+            self.client.delete_experiment("0")
 
     def runs_by_key(self) -> dict[str, list[Any]]:
         """Every run of the experiment that has a run key, grouped by key (one paged search)."""

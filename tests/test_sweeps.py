@@ -40,7 +40,8 @@ def sweep(cwd: Path, *overrides: str, check: bool = True, timeout: float = 240) 
     return proc
 
 
-def runs(uri: str, experiment: str = "schedlab-demo") -> list:
+def runs(uri: str, experiment: str = "schedlab-adhoc") -> list:
+    """The runs of ``experiment`` (a sweep with command-line overrides is ad hoc, see conf/config.yaml)."""
     client = MlflowClient(tracking_uri=uri)
     exp = client.get_experiment_by_name(experiment)
     return [] if exp is None else client.search_runs([exp.experiment_id], max_results=1000)
