@@ -82,6 +82,9 @@ class SweepTracker:
 
     # -- the SweepHook protocol -------------------------------------------------------------
     def validate(self, config: DictConfig, runs: Sequence[PlannedRun]) -> None:
+        if not runs:
+            raise SweepAbortedError("the sweep has no runs (an empty value list, e.g. seed='range(0,0)'); "
+                                    "nothing was run")
         self.configure(config)
         errors: dict[str, list[PlannedRun]] = {}
         for run in runs:

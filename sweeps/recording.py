@@ -54,6 +54,24 @@ def check_launcher(config: DictConfig) -> str:
     return target
 
 
+class EmptySweepError(CompactHydraException):
+    """A sweep that would run nothing (``replications=0``)."""
+
+
+def check_replications(config: DictConfig) -> None:
+    """``replications`` (the seeds per cell of an experiment) must be a positive integer.
+
+    >>> check_replications(OmegaConf.create({"replications": 0}))
+    Traceback (most recent call last):
+    ...
+    sweeps.recording.EmptySweepError: replications must be a positive integer (seeds per cell), got 0; nothing was run
+    """
+    value = OmegaConf.select(config, "replications", default=None)
+    if value is not None and (not isinstance(value, int) or isinstance(value, bool) or value < 1):
+        raise EmptySweepError(f"replications must be a positive integer (seeds per cell), got {value!r}; "
+                              f"nothing was run")
+
+
 def abort(message: str, code: int = 2) -> None:
     """End the process with one message (a callback's exceptions would only be warned about)."""
     print(f"Error: {message}", file=sys.stderr, flush=True)
@@ -74,7 +92,8 @@ class Recording(Callback):
     def on_multirun_start(self, config: DictConfig, **kwargs: Any) -> None:
         try:
             target = check_launcher(config)
-        except UnrecordableLauncherError as error:
+            check_replications(config)
+        except (UnrecordableLauncherError, EmptySweepError) as error:
             abort(str(error))
         if target == RAY:
             if OmegaConf.select(config, "hydra.launcher.hook") is None:
