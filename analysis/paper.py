@@ -1,0 +1,293 @@
+"""``make paper``'s second half: every paper table from its runs, beside the published values.
+
+Usage::
+
+    python analysis/paper.py                          # every conf/experiment/paper_*.yaml → docs/paper/
+    python analysis/paper.py --only ligo_lambda,ligo_m --out /tmp/paper --tracking-uri sqlite:////tmp/x/mlflow.db
+
+For each ``paper_<id>.yaml`` (its ``paper:`` block, see :mod:`analysis.paper_spec`) it reads the
+runs of its ``experiment_name``, keeps the ones that belong to the table (below), and writes
+``<out>/<id>.md``, ``<id>.tex`` and ``<id>.csv`` — rows = the varied factor, columns = each metric
+per configuration, every cell ``ours (n) · paper`` — ``<out>/figures/<id>.png`` and, over all
+tables, ``<out>/claims.{md,csv}`` (:mod:`analysis.claims`) and ``<out>/tables.md`` (an index).
+Means and CIs come from :func:`analysis.stats.aggregate`; nothing here re-runs a simulation.
+
+Several tables may share one experiment (the factor-at-a-time tables of one workload do, so their
+common default point runs once). A table's runs are then those whose other factors sit at the
+level common to every level of its row factor — the default point; a key that varies inside a
+cell with no such common level is an error (give the table its own ``experiment_name``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import re
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pandas as pd
+
+from analysis import AnalysisError
+from analysis.claims import evaluate, overall
+from analysis.formatting import caption, format_pm, metric_unit, significant, to_latex, to_markdown
+from analysis.paper_spec import PaperTable, level_key, load_tables
+from analysis.runs import SEED_KEY, RunSet, default_tracking_uri, load_runs, non_semantic
+from analysis.stats import COLUMN, aggregate, level_text
+from analysis.summary import code_notes
+
+#: how a metric is shown: (name, unit, factor from our unit) — the paper prints P in %
+DISPLAY = {"late/proportion": ("P", "%", 100.0), "turnaround/mean": ("T", "s", 1.0),
+           "overhead/mean_s": ("O", "s", 1.0), "util": ("utilisation", "%", 100.0)}
+NOT_RUN = "not run"
+
+
+def display(metric: str) -> tuple[str, str, float]:
+    """``(name, unit, scale)`` of a metric in the tables (``late/proportion`` → P in %)."""
+    return DISPLAY.get(metric, (metric, metric_unit(metric), 1.0))
+
+
+def paper_text(mean: float, half: float, scale: float) -> str:
+    """A published value as the paper prints it: ``0.11 ± 0.01`` (no ± when it gives none).
+
+    >>> paper_text(0.0011, 0.0001, 100.0), paper_text(17544.0, float("nan"), 1.0)
+    ('0.11 ± 0.01', '17544')
+    """
+    text = significant(mean * scale)
+    return text + (f" ± {significant(half * scale)}" if math.isfinite(half) else "")
+
+
+def row_text(value: object) -> str:
+    """A row level: a long decimal that is 1/N shows as ``1/N`` (the paper's rates), else as configured.
+
+    >>> row_text(1 / 180), row_text(0.02), row_text(40)
+    ('1/180', '0.02', '40')
+    """
+    text = level_text(value)
+    try:
+        number = float(text)
+    except ValueError:
+        return text
+    if 0 < number < 1 and len(text) > 8 and abs(1 / number - round(1 / number)) < 1e-6:
+        return f"1/{round(1 / number)}"
+    return text
+
+
+@dataclass
+class TableResult:
+    """One table's numbers: the runs it uses, our summary, the published values, claim lines, notes."""
+
+    table: PaperTable
+    design: pd.DataFrame
+    summary: pd.DataFrame
+    claims: pd.DataFrame
+    codes: list[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def rows(self) -> list[str]:
+        return [self.table.rows] if self.table.rows else []
+
+
+def table_design(runs: RunSet, table: PaperTable, seed_key: str = SEED_KEY) -> tuple[pd.DataFrame, list[str]]:
+    """The table's runs (factor columns, seed, metrics, ``config`` label) and notes on the selection."""
+    params = runs.params
+    factors = [*([table.rows] if table.rows else []), *table.configs]
+    absent = [k for k in factors if k not in params]
+    if absent:
+        raise AnalysisError(f"{table.source}: {', '.join(absent)} not a config key of the runs of experiment "
+                            f"{table.experiment!r}")
+    ignore = non_semantic(params)
+    group = [*factors, seed_key]
+    keep, notes = params, []
+    for key in sorted(params.columns):
+        if key in group or any(key == p or key.startswith(p + ".") for p in ignore):
+            continue
+        column = keep[key].map(level_key)
+        if column.nunique() < 2 or column.groupby([keep[k].map(level_key) for k in group]).nunique().max() <= 1:
+            continue  # constant, or an attribute of each cell (e.g. a workload's own arrival rate)
+        if not table.rows:
+            raise AnalysisError(f"{table.source}: runs of experiment {table.experiment!r} vary in {key} within a "
+                                f"cell; give the table its own experiment_name")
+        rows = keep[table.rows].map(level_key)
+        common = set.intersection(*(set(column[rows == level]) for level in rows.unique()))
+        if len(common) != 1:
+            raise AnalysisError(f"{table.source}: runs of experiment {table.experiment!r} vary in {key} "
+                                f"({', '.join(sorted(set(column)))}) with no level common to every {table.rows} "
+                                f"level; give the table its own experiment_name")
+        level = common.pop()
+        keep = keep[column == level]
+        notes.append(f"{key} held at {level} (runs of the experiment's other tables left out)")
+    design = runs.design(factors, [], seed_key).loc[keep.index]
+    design = design.join(runs.metrics.reindex(columns=table.metrics).loc[keep.index])
+    labels = design[table.configs].apply(lambda r: "/".join(level_text(v) for v in r), axis=1)
+    return design.assign(config=labels), notes
+
+
+def analyse_table(table: PaperTable, tracking_uri: str, pool_code: bool = False) -> TableResult:
+    """Our numbers for one table (an empty summary when its experiment has no runs yet)."""
+    rows = [table.rows] if table.rows else []
+    try:
+        runs = load_runs(table.experiment, tracking_uri)
+    except AnalysisError as exc:
+        if "unknown experiment" not in str(exc) and "no runs yet" not in str(exc) and "no MLflow store" not in str(exc):
+            raise
+        empty = pd.DataFrame(columns=[*rows, COLUMN, "metric", "mean", "sd", "n", "half_width"])
+        return TableResult(table, pd.DataFrame(), empty, evaluate(table, pd.DataFrame()), [], [f"{NOT_RUN}: {exc}"])
+    design, notes = table_design(runs, table)
+    notes += code_notes(runs, design, rows, ["config"], pool_code)
+    codes = sorted(set(runs.code_fingerprints().loc[design.index]))
+    summary = aggregate(design, rows, ["config"], table.metrics)
+    return TableResult(table, design, summary, evaluate(table, design), codes, notes)
+
+
+def cells(result: TableResult) -> pd.DataFrame:
+    """The table in the paper's shape: one row per factor level, ``(metric, config)`` columns,
+    each cell ``ours ± CI (n=…) · paper …`` (``paper —`` where the paper gives no value)."""
+    table, summary, published = result.table, result.summary, result.table.published
+    configs = list(dict.fromkeys([*published["config"], *sorted(summary[COLUMN].unique())]))
+    ours = {(level_key(r[table.rows]) if table.rows else "all", r[COLUMN], r["metric"]): r
+            for _, r in summary.iterrows()}
+    paper = {(level_key(r["row"]) if table.rows else "all", r["config"], r["metric"]): r
+             for _, r in published.iterrows()}
+    levels: dict[str, str] = {}
+    if table.rows:
+        values = [*summary[table.rows].tolist(), *published["row"].tolist()]
+        for value in sorted(values, key=_sort_key):
+            levels.setdefault(level_key(value), row_text(value))
+    else:
+        levels["all"] = "all runs"
+    grid = {}
+    for metric in table.metrics:
+        name, unit, scale = display(metric)
+        for config in configs:
+            column = []
+            for level in levels:
+                mine = ours.get((level, config, metric))
+                text = (format_pm(mine["mean"] * scale, mine["half_width"] * scale, int(mine["n"]))
+                        + f" (n={int(mine['n'])})") if mine is not None and mine["n"] > 0 else NOT_RUN
+                theirs = paper.get((level, config, metric))
+                text += " · paper " + (paper_text(theirs["mean"], theirs["halfwidth"], scale)
+                                       if theirs is not None else "—")
+                column.append(text)
+            grid[(f"{name} ({unit})" if unit else name, config)] = column
+    frame = pd.DataFrame(grid, index=[(t,) for t in levels.values()])
+    frame.columns = pd.MultiIndex.from_tuples(frame.columns, names=["metric", COLUMN])
+    return frame
+
+
+def _sort_key(value: object) -> tuple[int, float, str]:
+    try:
+        return 0, float(str(value)), ""
+    except ValueError:
+        return 1, 0.0, str(value)
+
+
+def table_caption(result: TableResult) -> str:
+    """What the cells are, n, the code the runs come from and the selection notes."""
+    code = (f"; simulator code {', '.join(c[:12] for c in result.codes)}" if result.codes else "")
+    ours = caption(result.summary, "ours: mean ± 95% CI half-width (Student t)") if len(result.summary) else NOT_RUN
+    notes = "".join(f"; {n}" for n in result.notes)
+    where = f"docs/paper/published/{result.table.id}.csv"
+    return f"{result.table.title}. {ours}; paper: as published ({where}){code}{notes}"
+
+
+def tidy(result: TableResult) -> pd.DataFrame:
+    """Ours and the paper's numbers side by side, one line per cell and metric (our units)."""
+    rows = result.rows
+    ours = result.summary.rename(columns={COLUMN: "config"})
+    ours = ours.assign(row=ours[rows[0]].map(level_key) if rows else "all")
+    ours = ours[["row", "config", "metric", "mean", "half_width", "n"]]
+    published = result.table.published.assign(row=lambda f: f["row"].map(level_key) if rows else "all")
+    published = published.rename(columns={"mean": "paper_mean", "halfwidth": "paper_halfwidth"})
+    return ours.merge(published[["row", "config", "metric", "paper_mean", "paper_halfwidth", "source"]],
+                      on=["row", "config", "metric"], how="outer")
+
+
+def write(results: list[TableResult], out: Path, figures: bool = True) -> list[Path]:
+    """Every table (Markdown, LaTeX, CSV, figure), the claims and the index under ``out``."""
+    out.mkdir(parents=True, exist_ok=True)
+    written, index = [], [f"# Paper tables ({len(results)})", "",
+                          "Generated by `make paper` (analysis/paper.py); how to read them: README.md.", ""]
+    for result in results:
+        tid, frame, text = result.table.id, cells(result), table_caption(result)
+        label = [result.table.rows or ""]
+        (out / f"{tid}.md").write_text(f"## {result.table.title}\n\n{to_markdown(frame, label)}\n\n{text}\n")
+        (out / f"{tid}.tex").write_text(to_latex(frame, label, text, f"tab:paper-{_slug(tid)}"))
+        tidy(result).to_csv(out / f"{tid}.csv", index=False)
+        written.append(out / f"{tid}.md")
+        n = int(result.summary["n"].max()) if len(result.summary) else 0
+        index.append(f"- [{result.table.title}]({tid}.md) — n = {n or NOT_RUN}, "
+                     f"{len(result.table.published)} published values")
+        if figures and result.rows and len(frame) > 1:
+            from analysis.paper_figures import draw  # matplotlib only when drawing
+
+            draw(result, out / "figures" / f"{tid}.png")
+            index[-1] += f", [figure](figures/{tid}.png)"
+    claims = pd.concat([r.claims for r in results], ignore_index=True) if results else pd.DataFrame()
+    claims.to_csv(out / "claims.csv", index=False)
+    (out / "claims.md").write_text(claims_markdown(claims) + "\n")
+    (out / "tables.md").write_text("\n".join(index) + "\n")
+    return [*written, out / "claims.md", out / "tables.md"]
+
+
+def claims_markdown(lines: pd.DataFrame) -> str:
+    """The claims: one verdict line per claim and table, then every cell with its difference ± CI."""
+    if lines.empty:
+        return "# Claims\n\nNo table declares claims."
+    summary = overall(lines)
+    head = ["# Claims of the papers, checked on our runs", "",
+            "Verdicts from paired differences (same seed, same workload) with 95% t CIs; rules in "
+            "analysis/claims.py.", "", "| table | claim | verdict | cells |", "|---|---|---|---|"]
+    head += [f"| {r.table} | {r.claim} | **{r.verdict}** | {r.cells} |" for r in summary.itertuples()]
+    head += ["", "## Every cell", "", "| table | claim | cell | test | a − b (or mean) ± CI | n | verdict |",
+             "|---|---|---|---|---:|---:|---|"]
+    for r in lines.itertuples():
+        value = format_pm(r.mean, r.half_width, int(r.n)) if r.n else "—"
+        head.append(f"| {r.table} | {r.claim} | {r.cell} | {r.test} | {value} | {r.n} | {r.verdict} |")
+    return "\n".join(head)
+
+
+def _slug(text: str) -> str:
+    return re.sub(r"[^A-Za-z0-9]+", "-", text).strip("-").lower()
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="analysis/paper.py", description=__doc__.splitlines()[0])
+    p.add_argument("--conf-dir", type=Path, default=Path("conf/experiment"), help="where paper_*.yaml are")
+    p.add_argument("--published", type=Path, default=Path("docs/paper/published"), help="published values (<id>.csv)")
+    p.add_argument("--out", type=Path, default=Path("docs/paper"), help="output folder (default: %(default)s)")
+    p.add_argument("--tracking-uri", default=None, help="MLflow store (default: sqlite:///<cwd>/mlflow.db)")
+    p.add_argument("--only", default="", help="comma-separated table ids (default: every table)")
+    p.add_argument("--pool-code", action="store_true", help="pool a cell's runs across simulator-code fingerprints")
+    p.add_argument("--no-figures", action="store_true", help="tables and claims only")
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run the command line; returns the exit status (2 with a one-line message on bad input)."""
+    args = build_parser().parse_args(argv)
+    try:
+        only = [t.strip() for t in args.only.split(",") if t.strip()]
+        tables = load_tables(args.conf_dir, args.published, only or None)
+        uri = args.tracking_uri or default_tracking_uri()
+        results = [analyse_table(t, uri, args.pool_code) for t in tables]
+        write(results, args.out, figures=not args.no_figures)
+    except AnalysisError as exc:
+        print(f"paper.py: error: {exc}", file=sys.stderr)
+        return 2
+    for r in results:
+        n = int(r.summary["n"].max()) if len(r.summary) else 0
+        print(f"{r.table.id:<20} {len(r.design):>4} runs  n ≤ {n:<3} {len(r.table.published):>3} published values"
+              + (f"  ({r.notes[0]})" if r.notes and r.notes[0].startswith(NOT_RUN) else ""))
+    claims = overall(pd.concat([r.claims for r in results], ignore_index=True))
+    if len(claims):
+        print("\n" + claims.to_string(index=False))
+    print(f"\nwrote {args.out}/tables.md, claims.md and {len(results)} tables (.md .tex .csv"
+          + ("" if args.no_figures else ", figures/*.png") + ")")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

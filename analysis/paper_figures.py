@@ -1,0 +1,63 @@
+"""One figure per paper table: each metric against the row factor, ours (mean ± 95 % CI, solid) and
+the paper's published points (± its half-width, hollow, dashed) on the same axes, one colour per
+configuration. A paper series shared by several of our configurations is drawn once."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt
+
+from analysis.stats import COLUMN
+
+if TYPE_CHECKING:
+    from analysis.paper import TableResult
+
+
+def draw(result: TableResult, path: Path) -> Path:
+    """Write the table's figure as PNG (one panel per metric) and return its path."""
+    from analysis.paper import display, row_text
+
+    table, summary, published = result.table, result.summary, result.table.published
+    configs = list(dict.fromkeys([*published["config"], *sorted(summary[COLUMN].unique())]))
+    colours = {c: plt.get_cmap("tab10")(i % 10) for i, c in enumerate(configs)}
+    levels = sorted({float(v) for v in [*summary[table.rows].tolist(), *published["row"].astype(float).tolist()]})
+    fig, axes = plt.subplots(1, len(table.metrics), figsize=(4.6 * len(table.metrics), 3.9), squeeze=False)
+    for ax, metric in zip(axes[0], table.metrics, strict=True):
+        name, unit, scale = display(metric)
+        drawn: dict[tuple, list[str]] = {}
+        for config in configs:
+            mine = summary[(summary[COLUMN] == config) & (summary["metric"] == metric) & (summary["n"] > 0)]
+            if len(mine):
+                mine = mine.sort_values(table.rows)
+                ax.errorbar(mine[table.rows].astype(float), mine["mean"] * scale, yerr=mine["half_width"] * scale,
+                            marker="o", capsize=3, color=colours[config], label=f"ours {config}")
+            theirs = published[(published["config"] == config) & (published["metric"] == metric)].copy()
+            if len(theirs):
+                theirs["x"] = theirs["row"].astype(float)
+                theirs = theirs.sort_values("x")
+                key = tuple(zip(theirs["x"], theirs["mean"], strict=True))
+                if key in drawn:
+                    drawn[key].append(config)
+                    continue
+                drawn[key] = [config]
+                ax.errorbar(theirs["x"], theirs["mean"] * scale, yerr=theirs["halfwidth"].fillna(0) * scale,
+                            marker="s", markerfacecolor="none", linestyle="--", capsize=3, color=colours[config],
+                            label=f"paper {config}")
+        ax.set_xticks(levels, [row_text(v) for v in levels])
+        ax.set_xlabel(table.rows)
+        ax.set_ylabel(f"{name} ({unit})" if unit else name)
+        ax.set_title(name)
+        ax.grid(alpha=0.3)
+    handles, labels = axes[0][0].get_legend_handles_labels()
+    fig.legend(handles, labels, loc="lower center", ncol=min(4, max(1, len(labels))), fontsize=8, frameon=False)
+    fig.suptitle(table.title, fontsize=10)
+    fig.tight_layout(rect=(0, 0.06 + 0.04 * ((len(labels) - 1) // 4), 1, 0.95))
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path

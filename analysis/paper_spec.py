@@ -1,0 +1,187 @@
+"""What a paper table is: its ``paper:`` block (in ``conf/experiment/paper_<id>.yaml``) and its
+published values (``docs/paper/published/<id>.csv``), read and checked with one-line errors.
+
+The ``paper:`` block (``paper`` is in ``sweep.non_semantic``: never part of a run's identity)::
+
+    paper:
+      table: ligo_lambda                  # published values in <published>/<table>.csv
+      title: "LIGO: arrival rate"
+      rows: workload.arrival_rate         # the varied factor (a config key; null: one row)
+      configs: [policy.laxity_distribution, policy.tsp]   # column label: their values joined with "/"
+      metrics: [late/proportion, turnaround/mean, overhead/mean_s]
+      claims:                             # optional: directions the paper reports (analysis/claims.py)
+        - {trend: increasing, metric: late/proportion, text: "P rises with λ"}
+        - {below: 0.05, metric: overhead/mean_s, text: "O below 0.05 s"}
+        - {a: {policy.tsp: tsp1}, b: {policy.tsp: tsp2}, relation: "<=", metric: late/proportion,
+           where: {policy.laxity_distribution: pd}, text: "TSP1 <= TSP2"}
+
+The CSV has the columns ``row,config,metric,mean,halfwidth,source`` in our units (fractions, seconds).
+"""
+
+from __future__ import annotations
+
+import csv
+import math
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+from omegaconf import OmegaConf
+
+from analysis import AnalysisError
+
+PUBLISHED_COLUMNS = ["row", "config", "metric", "mean", "halfwidth", "source"]
+RELATIONS = ("<", ">", "<=", "~")
+TRENDS = {"increasing": ">", "decreasing": "<"}
+
+
+@dataclass(frozen=True)
+class Claim:
+    """One direction the paper reports, tested on the runs (see :mod:`analysis.claims`).
+
+    A comparison claim pairs runs matching ``a`` with runs matching ``b`` (same seed, same other
+    factors) and tests ``a − b`` against ``relation``; a trend claim is the comparison of the row
+    factor's highest level with its lowest; a bound claim tests each cell's mean against ``below``.
+    """
+
+    text: str
+    metric: str
+    relation: str = ""
+    a: dict[str, Any] = field(default_factory=dict)
+    b: dict[str, Any] = field(default_factory=dict)
+    trend: str = ""
+    below: float | None = None
+    where: dict[str, Any] = field(default_factory=dict)
+    tolerance: float = 0.1  # "~": similar means within ±10 % of b's mean
+
+
+@dataclass(frozen=True)
+class PaperTable:
+    """One table of a paper: where its runs are, its shape, its claims and its published values."""
+
+    id: str
+    title: str
+    experiment: str
+    rows: str | None
+    configs: list[str]
+    metrics: list[str]
+    claims: list[Claim]
+    source: Path
+    published: pd.DataFrame
+
+    def config_label(self, values: dict[str, Any]) -> str:
+        """The column label of a config (its ``configs`` values joined with ``/``)."""
+        return "/".join(str(values[k]) for k in self.configs)
+
+
+def load_tables(conf_dir: Path, published_dir: Path, only: list[str] | None = None) -> list[PaperTable]:
+    """Every ``paper_*.yaml`` under ``conf_dir`` (sorted), with its published values."""
+    files = sorted(conf_dir.glob("paper_*.yaml"))
+    if not files:
+        raise AnalysisError(f"no paper_*.yaml in {conf_dir}")
+    tables = [read_table(f, published_dir) for f in files]
+    if only:
+        unknown = sorted(set(only) - {t.id for t in tables})
+        if unknown:
+            raise AnalysisError(f"unknown table(s) {unknown}; tables: {', '.join(t.id for t in tables)}")
+        tables = [t for t in tables if t.id in only]
+    return tables
+
+
+def read_table(path: Path, published_dir: Path) -> PaperTable:
+    """One experiment file's ``paper:`` block and ``experiment_name``."""
+    raw = OmegaConf.to_container(OmegaConf.load(path), resolve=False)
+    block = raw.get("paper") if isinstance(raw, dict) else None
+    if not isinstance(block, dict):
+        raise AnalysisError(f"{path}: no paper: block (expected table, title, rows, configs, metrics)")
+    where = f"{path}: paper."
+    for key in ("table", "title", "configs", "metrics"):
+        if not block.get(key):
+            raise AnalysisError(f"{where}{key} is missing")
+    if "rows" not in block:
+        raise AnalysisError(f"{where}rows is missing (a config key, or null for one row)")
+    for key in ("configs", "metrics"):
+        if not isinstance(block[key], list) or not all(isinstance(v, str) for v in block[key]):
+            raise AnalysisError(f"{where}{key} must be a list of names, got {block[key]!r}")
+    experiment = raw.get("experiment_name")
+    if not isinstance(experiment, str) or not experiment:
+        raise AnalysisError(f"{path}: experiment_name is missing (the MLflow experiment of the table's runs)")
+    claims = [_claim(c, f"{where}claims[{i}]", block["metrics"]) for i, c in enumerate(block.get("claims") or [])]
+    table = str(block["table"])
+    published = read_published(published_dir / f"{table}.csv", block["metrics"])
+    return PaperTable(table, str(block["title"]), experiment, block["rows"], list(block["configs"]),
+                      list(block["metrics"]), claims, path, published)
+
+
+def _claim(raw: Any, where: str, metrics: list[str]) -> Claim:
+    if not isinstance(raw, dict):
+        raise AnalysisError(f"{where}: expected a mapping, got {raw!r}")
+    known = set(Claim.__dataclass_fields__)
+    extra = sorted(set(raw) - known)
+    if extra:
+        raise AnalysisError(f"{where}: unknown field(s) {extra}; expected {sorted(known)}")
+    if not raw.get("text") or raw.get("metric") not in metrics:
+        raise AnalysisError(f"{where}: needs text and a metric of the table ({', '.join(metrics)}), got {raw!r}")
+    claim = Claim(**raw)
+    kinds = [bool(claim.trend), claim.below is not None, bool(claim.a or claim.b)]
+    if sum(kinds) != 1:
+        raise AnalysisError(f"{where}: give exactly one of trend, below, or a + b + relation")
+    if claim.trend and claim.trend not in TRENDS:
+        raise AnalysisError(f"{where}.trend: expected {' or '.join(TRENDS)}, got {claim.trend!r}")
+    if claim.a or claim.b:
+        if not (claim.a and claim.b and isinstance(claim.a, dict) and isinstance(claim.b, dict)):
+            raise AnalysisError(f"{where}: a and b must both be mappings of config key → value")
+        if claim.relation not in RELATIONS:
+            raise AnalysisError(f"{where}.relation: expected one of {', '.join(RELATIONS)}, got {claim.relation!r}")
+    return claim
+
+
+def read_published(path: Path, metrics: list[str]) -> pd.DataFrame:
+    """The published values of one table (an empty frame when the paper gives none)."""
+    if not path.exists():
+        raise AnalysisError(f"{path}: missing (the table's published values; a header line alone if there are none)")
+    with path.open(newline="") as f:
+        reader = csv.DictReader(f)
+        if reader.fieldnames != PUBLISHED_COLUMNS:
+            raise AnalysisError(f"{path}:1: columns {reader.fieldnames}, expected {','.join(PUBLISHED_COLUMNS)}")
+        rows = []
+        for line, rec in enumerate(reader, start=2):
+            if rec["metric"] not in metrics:
+                raise AnalysisError(f"{path}:{line}: metric {rec['metric']!r} is not one of the table's "
+                                    f"({', '.join(metrics)})")
+            mean, half = _number(rec["mean"], path, line, "mean"), _number(rec["halfwidth"], path, line, "halfwidth")
+            if math.isnan(mean):
+                raise AnalysisError(f"{path}:{line}: mean is empty (leave the row out instead)")
+            rows.append({"row": rec["row"], "config": rec["config"], "metric": rec["metric"], "mean": mean,
+                         "halfwidth": half, "source": rec["source"], "line": line})
+    frame = pd.DataFrame(rows, columns=[*PUBLISHED_COLUMNS, "line"])
+    dup = frame.duplicated(["row", "config", "metric"], keep=False)
+    if dup.any():
+        first = frame[dup].iloc[0]
+        raise AnalysisError(f"{path}:{first['line']}: row {first['row']}, config {first['config']}, metric "
+                            f"{first['metric']} given twice")
+    return frame
+
+
+def _number(text: str | None, path: Path, line: int, name: str) -> float:
+    if text is None or text.strip() == "":
+        return math.nan
+    try:
+        return float(text)
+    except ValueError:
+        raise AnalysisError(f"{path}:{line}: {name} {text!r} is not a number") from None
+
+
+def level_key(value: Any) -> str:
+    """A factor level as a comparison key: numbers to 12 significant digits (``"2"`` = ``2.0``).
+
+    >>> level_key("0.005555555555555556") == level_key(1 / 180), level_key("2") == level_key(2.0)
+    (True, True)
+    """
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return "—"
+    try:
+        return f"{float(value):.12g}"
+    except (TypeError, ValueError):
+        return str(value)

@@ -1,0 +1,73 @@
+"""``make paper``'s first half: run every ``conf/experiment/paper_*.yaml`` through the normal sweep.
+
+Usage::
+
+    python sweeps/paper.py                                 # every paper table, this machine's cores
+    python sweeps/paper.py --only 'paper_ligo_*' replications=3 workload.jobs=500   # a quick look
+    RAY_ADDRESS=HOST:6379 python sweeps/paper.py           # on a running `ray start --head` cluster
+
+Each experiment is one ``python sweeps/run.py -m experiment=<name> [overrides]``: the same
+composition, validation, resume (finished runs are skipped) and recording as any sweep. Extra
+arguments are Hydra overrides passed to every sweep; ``RAY_ADDRESS`` becomes
+``hydra.launcher.address`` unless an override sets it. Stops at the first failing sweep.
+"""
+
+from __future__ import annotations
+
+import argparse
+import fnmatch
+import os
+import shlex
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+RUN = REPO / "sweeps" / "run.py"
+
+
+def experiments(conf_dir: Path, patterns: list[str]) -> list[str]:
+    """The ``paper_*`` experiment names under ``conf_dir`` matching any of ``patterns`` (sorted)."""
+    names = sorted(p.stem for p in conf_dir.glob("paper_*.yaml"))
+    chosen = [n for n in names if not patterns or any(fnmatch.fnmatch(n, pat) for pat in patterns)]
+    if not chosen:
+        raise SystemExit(f"sweeps/paper.py: no experiment matches {patterns} in {conf_dir} (have: {', '.join(names)})")
+    return chosen
+
+
+def commands(names: list[str], overrides: list[str], environ: dict[str, str]) -> list[list[str]]:
+    """One ``sweeps/run.py -m`` command line per experiment.
+
+    >>> commands(["paper_a"], ["replications=2"], {"RAY_ADDRESS": "auto"})[0][2:]
+    ['-m', 'experiment=paper_a', 'hydra.launcher.address=auto', 'replications=2']
+    """
+    address = environ.get("RAY_ADDRESS")
+    extra = ([f"hydra.launcher.address={address}"]
+             if address and not any(o.startswith("hydra.launcher.address=") for o in overrides) else [])
+    return [[sys.executable, str(RUN), "-m", f"experiment={name}", *extra, *overrides] for name in names]
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(prog="sweeps/paper.py", description="run every paper_*.yaml experiment")
+    p.add_argument("--only", action="append", default=[], metavar="GLOB",
+                   help="experiment name pattern, e.g. 'paper_ligo_*' (repeatable; default: all)")
+    p.add_argument("--conf-dir", type=Path, default=REPO / "conf" / "experiment",
+                   help="where the paper_*.yaml files are (default: %(default)s)")
+    p.add_argument("overrides", nargs="*", help="Hydra overrides for every sweep (replications=3 …)")
+    args = p.parse_args(argv)
+    names = experiments(args.conf_dir, args.only)
+    started = time.perf_counter()
+    for name, command in zip(names, commands(names, args.overrides, dict(os.environ)), strict=True):
+        print(f"== {name}: {shlex.join(command[1:])}", flush=True)
+        tic = time.perf_counter()
+        code = subprocess.run(command, check=False).returncode
+        print(f"== {name}: exit {code}, {time.perf_counter() - tic:.0f} s wall", flush=True)
+        if code:
+            return code
+    print(f"== {len(names)} paper sweeps in {time.perf_counter() - started:.0f} s wall", flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,150 @@
+"""A shrunk ``make paper``: two factor tables (λ and m, two levels each) × PD/ED × two seeds of tiny
+LIGO runs, swept by sweeps/paper.py on Hydra's basic launcher, then analysis/paper.py: the tables'
+shape, every published value beside ours, and claims computed from the runs (a changed metric in
+the store flips a verdict)."""
+
+from __future__ import annotations
+
+import csv
+import subprocess
+import sys
+from pathlib import Path
+
+import pandas as pd
+import pytest
+from mlflow import MlflowClient
+
+from analysis import AnalysisError
+from analysis.claims import NOT_SUPPORTED, SUPPORTED, overall
+from analysis.paper import display, main, paper_text, row_text
+from analysis.paper_spec import read_published
+from tests.conftest import REPO
+from tests.test_sweeps import ENV
+
+EXPERIMENT = "schedlab-paper-test"
+RATES = (1 / 265, 1 / 180)
+TABLES = {  # id → (row key, sweep levels)
+    "t_lambda": ("workload.arrival_rate", ",".join(repr(r) for r in RATES)),
+    "t_m": ("cluster.m", "40,50"),
+}
+METRICS = ["late/proportion", "turnaround/mean", "overhead/mean_s"]
+PUBLISHED = {  # id → rows of the published CSV (our units)
+    "t_lambda": [(repr(1 / 265), "pd", "turnaround/mean", "1346", "0.6"), (repr(1 / 180), "ed", "late/proportion",
+                                                                            "0.0011", "0.0001")],
+    "t_m": [("40", "pd", "overhead/mean_s", "0.034", "0.003"), ("50", "ed", "turnaround/mean", "1466", "")],
+}
+
+
+def experiment_file(tid: str, rows: str, levels: str) -> str:
+    return f"""# @package _global_
+defaults:
+  - override /cluster: rmdcwf
+  - override /workload: ligo
+  - override /policy: rmdcwf
+experiment_name: {EXPERIMENT}
+replications: 2
+workload: {{jobs: 12, warmup: 2}}
+paper:
+  table: {tid}
+  title: "test table {tid}"
+  rows: {rows}
+  configs: [policy.laxity_distribution]
+  metrics: [{", ".join(METRICS)}]
+  claims:
+    - {{below: 1.0e+6, metric: turnaround/mean, text: "T below 10^6 s"}}
+    - {{trend: increasing, metric: late/proportion, text: "P rises"}}
+    - {{a: {{policy.laxity_distribution: ed}}, b: {{policy.laxity_distribution: pd}}, relation: "~",
+       metric: turnaround/mean, text: "PD and ED similar T"}}
+hydra:
+  sweeper:
+    params:
+      policy.laxity_distribution: pd,ed
+      {rows}: {levels}
+      seed: range(0,${{replications}})
+"""
+
+
+@pytest.fixture(scope="module")
+def paper(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Sweep both test tables once (the shared default point runs once) and write the report."""
+    root = tmp_path_factory.mktemp("paper")
+    (root / "conf" / "experiment").mkdir(parents=True)
+    (root / "published").mkdir()
+    for tid, (rows, levels) in TABLES.items():
+        (root / "conf" / "experiment" / f"paper_{tid}.yaml").write_text(experiment_file(tid, rows, levels))
+        with (root / "published" / f"{tid}.csv").open("w", newline="") as f:
+            writer = csv.writer(f)
+            writer.writerow(["row", "config", "metric", "mean", "halfwidth", "source"])
+            writer.writerows([*rec, "test"] for rec in PUBLISHED[tid])
+    proc = subprocess.run(
+        [sys.executable, str(REPO / "sweeps" / "paper.py"), "--conf-dir", str(root / "conf" / "experiment"),
+         "hydra/launcher=basic", f"hydra.searchpath=[file://{root / 'conf'}]"],
+        cwd=root, env=ENV, capture_output=True, text=True, timeout=240)
+    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-3000:]
+    assert "already recorded" in proc.stdout  # λ = 1/180, m = 50 is both tables' default point
+    assert report(root, root / "out") == 0
+    return root
+
+
+def report(root: Path, out: Path) -> int:
+    return main(["--conf-dir", str(root / "conf" / "experiment"), "--published", str(root / "published"),
+                 "--out", str(out), "--tracking-uri", f"sqlite:///{root}/mlflow.db"])
+
+
+def markdown_table(path: Path) -> tuple[list[str], list[list[str]]]:
+    lines = [line for line in path.read_text().splitlines() if line.startswith("|")]
+    split = [[cell.strip() for cell in line.strip("|").split("|")] for line in lines]
+    return split[0], split[2:]
+
+
+def test_tables_have_the_papers_shape(paper: Path) -> None:
+    for tid, (rows, _) in TABLES.items():
+        header, body = markdown_table(paper / "out" / f"{tid}.md")
+        assert header[0] == rows
+        assert header[1:] == [f"{display(m)[0]} ({display(m)[1]}): {c}" for m in METRICS for c in ("pd", "ed")]
+        assert len(body) == 2 and all(len(r) == len(header) for r in body)
+        assert all("(n=2)" in cell for r in body for cell in r[1:])  # every cell ran, with its n
+        assert (paper / "out" / "figures" / f"{tid}.png").stat().st_size > 10_000
+        assert r"\begin{tabular}" in (paper / "out" / f"{tid}.tex").read_text()
+    _, body = markdown_table(paper / "out" / "t_lambda.md")
+    assert [r[0] for r in body] == [row_text(r) for r in RATES] == ["1/265", "1/180"]
+
+
+def test_every_published_value_sits_beside_ours(paper: Path) -> None:
+    for tid in TABLES:
+        header, body = markdown_table(paper / "out" / f"{tid}.md")
+        published = read_published(paper / "published" / f"{tid}.csv", METRICS)
+        for rec in published.itertuples():
+            name, unit, scale = display(rec.metric)
+            row = next(r for r in body if r[0] == row_text(float(rec.row)))
+            cell = row[header.index(f"{name} ({unit}): {rec.config}")]
+            assert cell.endswith(f"· paper {paper_text(rec.mean, rec.halfwidth, scale)}"), cell
+        unpublished = sum(cell.endswith("· paper —") for r in body for cell in r[1:])
+        assert unpublished == 2 * 6 - len(published)
+
+
+def test_claims_come_from_the_runs(paper: Path) -> None:
+    verdicts = overall(pd.read_csv(paper / "out" / "claims.csv")).set_index(["table", "claim"])["verdict"]
+    assert verdicts[("t_m", "T below 10^6 s")] == SUPPORTED
+    client = MlflowClient(f"sqlite:///{paper}/mlflow.db")
+    exp = client.get_experiment_by_name(EXPERIMENT)
+    cell = client.search_runs([exp.experiment_id], "params.`cluster.m` = '40' and "
+                              "params.`policy.laxity_distribution` = 'ed'")
+    assert len(cell) == 2
+    for k, run in enumerate(cell):  # the m = 40 / ED cell's T now far above the bound
+        client.log_metric(run.info.run_id, "turnaround/mean", 5e6 + k * 1e5, step=1)
+    assert report(paper, paper / "out2") == 0
+    flipped = overall(pd.read_csv(paper / "out2" / "claims.csv")).set_index(["table", "claim"])["verdict"]
+    assert flipped[("t_m", "T below 10^6 s")] == NOT_SUPPORTED
+    assert flipped[("t_m", "PD and ED similar T")] == NOT_SUPPORTED
+    assert flipped[("t_lambda", "T below 10^6 s")] == verdicts[("t_lambda", "T below 10^6 s")]  # its runs unchanged
+
+
+def test_bad_published_file_is_one_line(tmp_path: Path) -> None:
+    bad = tmp_path / "x.csv"
+    bad.write_text("row,config,metric,mean,halfwidth,source\n40,pd,late/proportion,abc,,seed\n")
+    with pytest.raises(AnalysisError, match=r"x.csv:2: mean 'abc' is not a number"):
+        read_published(bad, METRICS)
+    bad.write_text("row,config,metric,mean,halfwidth,source\n40,pd,wait/mean,1,,seed\n")
+    with pytest.raises(AnalysisError, match=r"x.csv:2: metric 'wait/mean' is not one of the table's"):
+        read_published(bad, METRICS)
