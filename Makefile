@@ -6,7 +6,7 @@ STAMP  := $(VENV)/.installed-stamp
 BENCH_OUT ?= bench-results
 
 .DEFAULT_GOAL := help
-.PHONY: help install test test-slow run bench lint report clean
+.PHONY: help install test test-slow run bench lint report paper clean
 
 help: ## show this help
 	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z_-]+:.*## / {printf "  \033[36m%-10s\033[0m %s\n", $$1, $$2}' $(MAKEFILE_LIST)
@@ -32,6 +32,12 @@ run: $(STAMP) ## run the default demo sweep (local Ray, SQLite MLflow) and print
 REPORT_ARGS ?=
 report: $(STAMP) ## tables (mean ± 95% CI), paired diffs, figures from MLflow in reports/<experiment>/ (REPORT_ARGS=…)
 	$(PY) analysis/report.py $(REPORT_ARGS)
+
+PAPER_ARGS ?=
+PAPER_OUT ?= docs/paper
+paper: $(STAMP) ## every paper_*.yaml swept (resumes; RAY_ADDRESS=… a cluster), tables in $(PAPER_OUT) (PAPER_ARGS=, see README)
+	$(PY) sweeps/paper.py $(PAPER_ARGS)
+	$(PY) analysis/paper.py --out $(PAPER_OUT) $(PAPER_ARGS)
 
 bench: $(STAMP) ## benchmarks: simulator, DRF, RM-DCWF and sweep speed (JSON + Markdown tables in $(BENCH_OUT)/)
 	$(PY) tests/bench/bench_sim.py --out $(BENCH_OUT)
