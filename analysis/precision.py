@@ -210,19 +210,29 @@ def _verdict(cell: Cell, metrics: tuple[Precision, ...], rule: Rule, met: bool) 
         return Verdict(CAPPED, tried, failed, metrics)
     more = rule.initial - n if n < rule.initial else rule.batch
     if rule.extrapolate and n >= rule.initial:
-        more = max(more, max(_needed(p) for p in metrics) - n)
+        more = max(more, max(_needed(p, rule.confidence) for p in metrics) - n)
     return Verdict(RUNNING, tried, failed, metrics, min(more, rule.max_replications - tried))
 
 
-def _needed(p: Precision) -> int:
-    """Results the half-width ∝ 1/√n says meet the bound (Law & Kelton's n*), 0 when unknown.
+def _needed(p: Precision, confidence: float) -> int:
+    """Law & Kelton's n*: the fewest results whose half-width, with today's standard deviation, meets
+    the bound (``t_{(1+confidence)/2, i-1} · s / √i ≤ bound``); 0 when that is unknown.
 
-    >>> _needed(Precision("w", n=10, mean=100.0, half_width=10.0, bound=5.0))
-    40
+    >>> _needed(Precision("w", n=10, mean=100.0, half_width=10.0, bound=5.0), 0.95)
+    33
     """
-    if not (p.bound > 0 and math.isfinite(p.half_width)):
+    if not (p.bound > 0 and math.isfinite(p.half_width) and p.n >= 2):
         return 0
-    return math.ceil(p.n * (p.half_width / p.bound) ** 2)
+    sd = p.half_width / float(t_half_width(1.0, p.n, confidence))
+
+    def meets(i: int) -> bool:
+        return float(t_half_width(sd, i, confidence)) <= p.bound
+
+    low, high = p.n, max(p.n, math.ceil(p.n * (p.half_width / p.bound) ** 2))  # high meets: t falls with i
+    while low < high:
+        mid = (low + high) // 2
+        low, high = (low, mid) if meets(mid) else (mid + 1, high)
+    return low
 
 
 def table(verdicts: Mapping[str, Verdict], confidence: float = CONFIDENCE) -> str:
