@@ -110,6 +110,27 @@ class SyntheticHpc:
 
 
 @dataclass(frozen=True)
+class MMcQueue(SyntheticHpc):
+    """An M/M/c queue on the cluster's c nodes: Poisson arrivals, one-node jobs, exponential run times
+    of mean ``mean_runtime`` s, so the mean wait has a closed form (:func:`sim.workloads.synthetic.erlang_c_wait`)."""
+
+    mean_runtime: float = 100.0
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        if not _positive(self.mean_runtime):
+            raise InputError(f"workload.mean_runtime must be a positive number of seconds, got {self.mean_runtime!r}")
+
+    def build(self, rng: np.random.Generator, cluster: Cluster | None) -> Workload:
+        from sim.workloads.synthetic import mmc_jobs
+
+        if cluster is None or len(cluster.resources) != 1:
+            raise InputError("mmc needs a node-count machine: pick a cluster with nodes set")
+        return mmc_jobs(rng, jobs=self.jobs, nodes=cluster.node_count, arrival_rate=float(self.arrival_rate),
+                        mean_runtime=float(self.mean_runtime), estimate_factor_max=float(self.estimate_factor_max))
+
+
+@dataclass(frozen=True)
 class TraceFile:
     """A trace file in one of :data:`sim.workloads.FORMATS`; a relative ``path`` is read from
     ``base_dir`` (the directory the sweep was launched from)."""
