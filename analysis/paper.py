@@ -3,7 +3,7 @@
 Usage::
 
     python analysis/paper.py                          # every conf/experiment/paper_*.yaml → docs/paper/
-    python analysis/paper.py --only ligo_lambda,ligo_m --out /tmp/paper --tracking-uri sqlite:////tmp/x/mlflow.db
+    python analysis/paper.py --only 'paper_ligo_*' workload.jobs=300 --out /tmp/quick   # a quick look's runs
 
 For each ``paper_<id>.yaml`` (its ``paper:`` block, see :mod:`analysis.paper_spec`) it reads the
 runs of its ``experiment_name``, keeps the ones that belong to the table (below), and writes
@@ -41,6 +41,8 @@ from analysis.summary import code_notes
 DISPLAY = {"late/proportion": ("P", "%", 100.0), "turnaround/mean": ("T", "s", 1.0),
            "overhead/mean_s": ("O", "s", 1.0), "util": ("utilisation", "%", 100.0)}
 NOT_RUN = "not run"
+#: overrides that choose how a sweep runs, not which runs it makes (never run filters)
+BOOKKEEPING = ("replications", "tracking", "sweep", "experiment_name", "experiment", "seed")
 
 
 def display(metric: str) -> tuple[str, str, float]:
@@ -90,9 +92,35 @@ class TableResult:
         return [self.table.rows] if self.table.rows else []
 
 
-def table_design(runs: RunSet, table: PaperTable, seed_key: str = SEED_KEY) -> tuple[pd.DataFrame, list[str]]:
-    """The table's runs (factor columns, seed, metrics, ``config`` label) and notes on the selection."""
+def run_filters(overrides: list[str]) -> dict[str, str]:
+    """The ``key=value`` sweep overrides that pick runs (``workload.jobs=300``); Hydra's own keys,
+    group choices and bookkeeping keys (``replications``, ``tracking.*`` …) pick none.
+
+    >>> run_filters(["workload.jobs=300", "replications=2", "hydra/launcher=basic", "++cluster.m=40"])
+    {'workload.jobs': '300', 'cluster.m': '40'}
+    """
+    out = {}
+    for text in overrides:
+        key, sep, value = text.lstrip("+~").partition("=")
+        if sep and "/" not in key and not key.startswith("hydra") and not any(
+                key == p or key.startswith(p + ".") for p in BOOKKEEPING):
+            out[key] = value
+    return out
+
+
+def table_design(runs: RunSet, table: PaperTable, seed_key: str = SEED_KEY,
+                 filters: dict[str, str] | None = None) -> tuple[pd.DataFrame, list[str]]:
+    """The table's runs (factor columns, seed, metrics, ``config`` label) and notes on the selection.
+
+    ``filters`` (config key → value, see :func:`run_filters`) keep only matching runs; a key the
+    runs do not have is ignored (it belongs to another table's workload).
+    """
     params = runs.params
+    for key, value in (filters or {}).items():
+        if key in params:
+            params = params[params[key].map(level_key) == level_key(value)]
+    if params.empty:
+        raise AnalysisError(f"{table.source}: no run of experiment {table.experiment!r} matches {filters}")
     factors = [*([table.rows] if table.rows else []), *table.configs]
     absent = [k for k in factors if k not in params]
     if absent:
@@ -115,7 +143,8 @@ def table_design(runs: RunSet, table: PaperTable, seed_key: str = SEED_KEY) -> t
         if len(common) != 1:
             raise AnalysisError(f"{table.source}: runs of experiment {table.experiment!r} vary in {key} "
                                 f"({', '.join(sorted(set(column)))}) with no level common to every {table.rows} "
-                                f"level; give the table its own experiment_name")
+                                f"level; pick one with an override ({key}=…) or give the table its own "
+                                f"experiment_name")
         level = common.pop()
         keep = keep[column == level]
         notes.append(f"{key} held at {level} (runs of the experiment's other tables left out)")
@@ -125,7 +154,8 @@ def table_design(runs: RunSet, table: PaperTable, seed_key: str = SEED_KEY) -> t
     return design.assign(config=labels), notes
 
 
-def analyse_table(table: PaperTable, tracking_uri: str, pool_code: bool = False) -> TableResult:
+def analyse_table(table: PaperTable, tracking_uri: str, pool_code: bool = False,
+                  filters: dict[str, str] | None = None) -> TableResult:
     """Our numbers for one table (an empty summary when its experiment has no runs yet)."""
     rows = [table.rows] if table.rows else []
     try:
@@ -135,7 +165,7 @@ def analyse_table(table: PaperTable, tracking_uri: str, pool_code: bool = False)
             raise
         empty = pd.DataFrame(columns=[*rows, COLUMN, "metric", "mean", "sd", "n", "half_width"])
         return TableResult(table, pd.DataFrame(), empty, evaluate(table, pd.DataFrame()), [], [f"{NOT_RUN}: {exc}"])
-    design, notes = table_design(runs, table)
+    design, notes = table_design(runs, table, SEED_KEY, filters)
     notes += code_notes(runs, design, rows, ["config"], pool_code)
     codes = sorted(set(runs.code_fingerprints().loc[design.index]))
     summary = aggregate(design, rows, ["config"], table.metrics)
@@ -259,9 +289,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--published", type=Path, default=Path("docs/paper/published"), help="published values (<id>.csv)")
     p.add_argument("--out", type=Path, default=Path("docs/paper"), help="output folder (default: %(default)s)")
     p.add_argument("--tracking-uri", default=None, help="MLflow store (default: sqlite:///<cwd>/mlflow.db)")
-    p.add_argument("--only", default="", help="comma-separated table ids (default: every table)")
+    p.add_argument("--only", action="append", default=[], metavar="GLOB",
+                   help="experiment file pattern as for sweeps/paper.py, e.g. 'paper_ligo_*' (default: all)")
     p.add_argument("--pool-code", action="store_true", help="pool a cell's runs across simulator-code fingerprints")
     p.add_argument("--no-figures", action="store_true", help="tables and claims only")
+    p.add_argument("overrides", nargs="*", help="the sweeps' overrides: key=value ones keep only matching runs")
     return p
 
 
@@ -269,10 +301,10 @@ def main(argv: list[str] | None = None) -> int:
     """Run the command line; returns the exit status (2 with a one-line message on bad input)."""
     args = build_parser().parse_args(argv)
     try:
-        only = [t.strip() for t in args.only.split(",") if t.strip()]
-        tables = load_tables(args.conf_dir, args.published, only or None)
+        tables = load_tables(args.conf_dir, args.published, args.only or None)
         uri = args.tracking_uri or default_tracking_uri()
-        results = [analyse_table(t, uri, args.pool_code) for t in tables]
+        filters = run_filters(args.overrides)
+        results = [analyse_table(t, uri, args.pool_code, filters) for t in tables]
         write(results, args.out, figures=not args.no_figures)
     except AnalysisError as exc:
         print(f"paper.py: error: {exc}", file=sys.stderr)

@@ -21,6 +21,7 @@ The CSV has the columns ``row,config,metric,mean,halfwidth,source`` in our units
 from __future__ import annotations
 
 import csv
+import fnmatch
 import math
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -76,17 +77,16 @@ class PaperTable:
 
 
 def load_tables(conf_dir: Path, published_dir: Path, only: list[str] | None = None) -> list[PaperTable]:
-    """Every ``paper_*.yaml`` under ``conf_dir`` (sorted), with its published values."""
+    """Every ``paper_*.yaml`` under ``conf_dir`` (sorted; ``only``: file stems matching a glob)."""
     files = sorted(conf_dir.glob("paper_*.yaml"))
     if not files:
         raise AnalysisError(f"no paper_*.yaml in {conf_dir}")
-    tables = [read_table(f, published_dir) for f in files]
     if only:
-        unknown = sorted(set(only) - {t.id for t in tables})
-        if unknown:
-            raise AnalysisError(f"unknown table(s) {unknown}; tables: {', '.join(t.id for t in tables)}")
-        tables = [t for t in tables if t.id in only]
-    return tables
+        chosen = [f for f in files if any(fnmatch.fnmatch(f.stem, pattern) for pattern in only)]
+        if not chosen:
+            raise AnalysisError(f"no experiment matches {only}; have: {', '.join(f.stem for f in files)}")
+        files = chosen
+    return [read_table(f, published_dir) for f in files]
 
 
 def read_table(path: Path, published_dir: Path) -> PaperTable:
