@@ -26,10 +26,12 @@ def draw(result: TableResult, path: Path) -> Path:
     configs = list(dict.fromkeys([*published["config"], *sorted(summary[COLUMN].unique())]))
     colours = {c: plt.get_cmap("tab10")(i % 10) for i, c in enumerate(configs)}
     levels = sorted({float(v) for v in [*summary[table.rows].tolist(), *published["row"].astype(float).tolist()]})
+    series = {c: tuple(map(tuple, published[published["config"] == c][["row", "metric", "mean"]].to_numpy()))
+              for c in configs}
+    alike = {c: [d for d in configs if series[d] and series[d] == series[c]] for c in configs}
     fig, axes = plt.subplots(1, len(table.metrics), figsize=(4.6 * len(table.metrics), 3.9), squeeze=False)
     for ax, metric in zip(axes[0], table.metrics, strict=True):
         name, unit, scale = display(metric)
-        drawn: dict[tuple, list[str]] = {}
         for config in configs:
             mine = summary[(summary[COLUMN] == config) & (summary["metric"] == metric) & (summary["n"] > 0)]
             if len(mine):
@@ -40,14 +42,11 @@ def draw(result: TableResult, path: Path) -> Path:
             if len(theirs):
                 theirs["x"] = theirs["row"].astype(float)
                 theirs = theirs.sort_values("x")
-                key = tuple(zip(theirs["x"], theirs["mean"], strict=True))
-                if key in drawn:
-                    drawn[key].append(config)
-                    continue
-                drawn[key] = [config]
+                if alike[config][0] != config:
+                    continue  # the same published series as an earlier configuration's: drawn once
                 ax.errorbar(theirs["x"], theirs["mean"] * scale, yerr=theirs["halfwidth"].fillna(0) * scale,
                             marker="s", markerfacecolor="none", linestyle="--", capsize=3, color=colours[config],
-                            label=f"paper {config}")
+                            label=f"paper {merged_label(alike[config])}")
         ax.set_xticks(levels, [row_text(v) for v in levels])
         ax.set_xlabel(table.rows)
         ax.set_ylabel(f"{name} ({unit})" if unit else name)
@@ -61,3 +60,15 @@ def draw(result: TableResult, path: Path) -> Path:
     fig.savefig(path, dpi=110)
     plt.close(fig)
     return path
+
+
+def merged_label(configs: list[str]) -> str:
+    """One label for configurations sharing a published series: differing parts become ``*``.
+
+    >>> merged_label(["pd/tsp1/subdeadline", "pd/tsp1/deadline"]), merged_label(["ed"])
+    ('pd/tsp1/*', 'ed')
+    """
+    parts = [c.split("/") for c in configs]
+    if len({len(p) for p in parts}) != 1:
+        return ", ".join(configs)
+    return "/".join(p[0] if len(set(p)) == 1 else "*" for p in zip(*parts, strict=True))
