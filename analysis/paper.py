@@ -279,6 +279,12 @@ def claims_markdown(lines: pd.DataFrame) -> str:
     return "\n".join(head)
 
 
+def _override(overrides: list[str], key: str) -> str | None:
+    """The value a ``key=value`` override gives (the sweeps' ``tracking.uri`` is ours too)."""
+    values = [o.split("=", 1)[1] for o in overrides if o.lstrip("+").startswith(key + "=")]
+    return values[-1] if values else None
+
+
 def _slug(text: str) -> str:
     return re.sub(r"[^A-Za-z0-9]+", "-", text).strip("-").lower()
 
@@ -288,7 +294,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--conf-dir", type=Path, default=Path("conf/experiment"), help="where paper_*.yaml are")
     p.add_argument("--published", type=Path, default=Path("docs/paper/published"), help="published values (<id>.csv)")
     p.add_argument("--out", type=Path, default=Path("docs/paper"), help="output folder (default: %(default)s)")
-    p.add_argument("--tracking-uri", default=None, help="MLflow store (default: sqlite:///<cwd>/mlflow.db)")
+    p.add_argument("--tracking-uri", default=None,
+                   help="MLflow store (default: a tracking.uri= override, else sqlite:///<cwd>/mlflow.db)")
     p.add_argument("--only", action="append", default=[], metavar="GLOB",
                    help="experiment file pattern as for sweeps/paper.py, e.g. 'paper_ligo_*' (default: all)")
     p.add_argument("--pool-code", action="store_true", help="pool a cell's runs across simulator-code fingerprints")
@@ -302,7 +309,7 @@ def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
         tables = load_tables(args.conf_dir, args.published, args.only or None)
-        uri = args.tracking_uri or default_tracking_uri()
+        uri = args.tracking_uri or _override(args.overrides, "tracking.uri") or default_tracking_uri()
         filters = run_filters(args.overrides)
         results = [analyse_table(t, uri, args.pool_code, filters) for t in tables]
         write(results, args.out, figures=not args.no_figures)
