@@ -133,8 +133,11 @@ class Recording(Callback):
         index = int(OmegaConf.select(config, "hydra.job.num", default=0) or 0)
         label = " ".join(job_return.overrides or []) or "(defaults)"
         if index in self.skips:
-            print(f"{label}: already recorded, {self.skips.pop(index)}; not recorded again "
-                  f"(sweep.force=true records a new run)")
+            reason = self.skips.pop(index)
+            if reason.startswith("same run as"):  # a repeated config, or another seed of a deterministic workload
+                print(f"{label}: {reason}; not recorded")
+            else:
+                print(f"{label}: already recorded, {reason}; not recorded again (sweep.force=true records a new run)")
             return
         start, end = self.started.pop(index, time.time()), time.time()
         if job_return.status == JobStatus.COMPLETED:

@@ -1,0 +1,188 @@
+"""Resume notices what changed: a finished run is reused only with today's config, input files and
+simulator code (``sweep.reuse=same``); ``sweep.reuse=any`` trusts the config alone.
+
+Most sweeps here drive :class:`sweeps.hook.SweepTracker` in this process (what the Recording
+callback does for Hydra's basic launcher); one goes through ``sweeps/run.py`` to check what it prints.
+"""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from hydra import compose, initialize_config_dir
+from hydra.core.global_hydra import GlobalHydra
+from hydra.core.hydra_config import HydraConfig
+from mlflow.tracking import MlflowClient
+
+from sim.core import InputError
+from sweeps import hook, task
+from sweeps.hook import SweepTracker, task_config, workload_choice
+from sweeps.identity import SIM_ROOT, InputHasher, code_fingerprint
+from tests.conftest import REPO
+from tests.test_sweeps import ENV, RUN, runs, sqlite_uri
+
+#: three jobs on a 16-node machine (SWF: id submit wait run procs cpu mem req_procs req_time …)
+TRACE = ("; MaxNodes: 16\n"
+         "1 0 -1 100 4 -1 -1 4 200 -1 1 1 1 1 1 -1 -1 -1\n"
+         "2 10 -1 50 16 -1 -1 16 60 -1 1 1 1 1 1 -1 -1 -1\n"
+         "3 20 -1 30 8 -1 -1 8 40 -1 1 1 1 1 1 -1 -1 -1\n")
+EXPERIMENT = "identity-test"
+
+
+@pytest.fixture()
+def conf() -> Iterator[None]:
+    GlobalHydra.instance().clear()
+    with initialize_config_dir(config_dir=str(REPO / "conf"), version_base="1.3"):
+        yield
+    GlobalHydra.instance().clear()
+
+
+@pytest.fixture()
+def trace_dir(tmp_path: Path) -> Path:
+    (tmp_path / "traces").mkdir()
+    (tmp_path / "traces" / "x.swf").write_text(TRACE)
+    return tmp_path
+
+
+def trace_runs(cwd: Path, *overrides: str, policies: tuple[str, ...] = ("easy", "fcfs")) -> list[list[str]]:
+    """One run per policy of the trace ``traces/x.swf`` under ``cwd``, recorded in ``cwd``'s store."""
+    common = ["workload=swf", "workload.path=traces/x.swf", f"workload.base_dir={cwd}", "cluster=from_trace",
+              f"tracking.uri={sqlite_uri(cwd)}", f"tracking.artifact_root={cwd}/mlartifacts",
+              f"experiment_name={EXPERIMENT}", *overrides]
+    return [[f"policy={p}", *common] for p in policies]
+
+
+def drive(override_lists: list[list[str]]) -> tuple[list[str | None], SweepTracker]:
+    """A sweep through the tracker, in this process: validate, plan, run and record what the plan keeps."""
+    tracker = SweepTracker(summary=False)
+    plain = {}
+    for index, overrides in enumerate(override_lists):
+        cfg = compose("config", overrides=overrides, return_hydra_config=True)
+        HydraConfig.instance().set_config(cfg)
+        if index == 0:
+            tracker.configure(cfg)
+        plain[index] = task_config(cfg)
+        tracker.check(index, plain[index], workload_choice(cfg))
+    decisions = tracker.plan_configs(plain)
+    for index, reason in enumerate(decisions):
+        if reason is None:
+            outcome = task.run_one(plain[index])
+            tracker.record(index, "FINISHED", outcome, None, None, "test", 0.0, 1.0, override_lists[index])
+    return decisions, tracker
+
+
+def test_fingerprint_is_the_sim_python_sources_only(tmp_path: Path) -> None:
+    """Same sources anywhere ⇒ same fingerprint; a README or any non-Python file leaves it; a .py edit changes it."""
+    copy = tmp_path / "sim"
+    shutil.copytree(SIM_ROOT, copy, ignore=shutil.ignore_patterns("__pycache__"))
+    before = code_fingerprint(copy)
+    assert before == code_fingerprint.__wrapped__(SIM_ROOT)  # a checkout elsewhere: same code, same runs
+    (tmp_path / "README.md").write_text("# edited\n")
+    (copy / "NOTES.md").write_text("not code\n")
+    (copy / "policies" / "data.json").write_text("{}")
+    assert code_fingerprint.__wrapped__(copy) == before
+    policy = copy / "policies" / "backfill.py"
+    policy.write_text(policy.read_text() + "\n# a changed policy\n")
+    assert code_fingerprint.__wrapped__(copy) != before
+
+
+def test_inputs_hash_each_file_read_once(tmp_path: Path) -> None:
+    a, b = tmp_path / "a.swf", tmp_path / "b.swf"
+    a.write_text(TRACE)
+    b.write_text(TRACE)
+    hasher = InputHasher()
+    one, two = hasher.inputs({"a.swf": a}), hasher.inputs({"b.swf": b})
+    assert one.files["a.swf"] == two.files["b.swf"] and one.digest != two.digest  # names are part of it
+    a.write_text(TRACE + "4 30 -1 10 1 -1 -1 1 20 -1 1 1 1 1 1 -1 -1 -1\n")
+    assert hasher.inputs({"a.swf": a}) == one  # one sweep reads each file once
+    assert InputHasher().inputs({"a.swf": a}).digest != one.digest
+
+
+def test_edited_trace_is_rerun_and_named(conf: None, trace_dir: Path) -> None:
+    first, _ = drive(trace_runs(trace_dir))
+    assert first == [None, None]
+    again, tracker = drive(trace_runs(trace_dir))
+    assert all(r and r.startswith("finished in MLflow run") for r in again) and tracker.notes() == []
+    trace = trace_dir / "traces" / "x.swf"
+    trace.write_text(trace.read_text().replace("1 0 -1 100 4", "1 0 -1 900 4"))  # in place: job 1 runs longer
+    edited, tracker = drive(trace_runs(trace_dir))
+    assert edited == [None, None]
+    assert tracker.notes() == ["2 reran: input file changed: traces/x.swf"]
+    found = runs(sqlite_uri(trace_dir), EXPERIMENT)
+    assert len(found) == 4 and len({r.data.tags["schedlab.inputs"] for r in found}) == 2
+    makespans = {r.data.metrics["makespan"] for r in found if r.data.params["policy.name"] == "easy"}
+    assert len(makespans) == 2  # the rerun has the edited trace's numbers
+
+
+def test_changed_code_is_rerun_unless_reuse_any(conf: None, trace_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    drive(trace_runs(trace_dir))
+    monkeypatch.setattr(hook, "code_fingerprint", lambda: "0123456789abcdef0123")
+    trusted, tracker = drive(trace_runs(trace_dir, "sweep.reuse=any"))
+    assert all(r and r.startswith("finished in MLflow run") for r in trusted) and tracker.notes() == []
+    changed, tracker = drive(trace_runs(trace_dir))
+    assert changed == [None, None] and tracker.notes() == ["2 reran: simulator code changed"]
+    codes = {r.data.tags["schedlab.code"] for r in runs(sqlite_uri(trace_dir), EXPERIMENT)}
+    assert codes == {code_fingerprint(), "0123456789abcdef0123"}
+    resumed, _ = drive(trace_runs(trace_dir))  # the new code's runs are now the ones reused
+    assert all(r and r.startswith("finished in MLflow run") for r in resumed)
+
+
+def test_runs_without_fingerprints_are_rerun_and_say_so(conf: None, trace_dir: Path) -> None:
+    drive(trace_runs(trace_dir, policies=("easy",)))
+    [old] = runs(sqlite_uri(trace_dir), EXPERIMENT)
+    MlflowClient(sqlite_uri(trace_dir)).delete_tag(old.info.run_id, "schedlab.code")  # as logged before tags
+    decisions, tracker = drive(trace_runs(trace_dir, policies=("easy",)))
+    assert decisions == [None] and tracker.notes() == ["1 reran: recorded without code and input fingerprints"]
+
+
+def test_recorded_identity_tags(conf: None, trace_dir: Path) -> None:
+    drive(trace_runs(trace_dir, policies=("easy",)))
+    [run] = runs(sqlite_uri(trace_dir), EXPERIMENT)
+    tags = run.data.tags
+    digest = InputHasher().inputs({"traces/x.swf": trace_dir / "traces" / "x.swf"})
+    assert tags["schedlab.code"] == code_fingerprint() and tags["schedlab.inputs"] == digest.digest
+    assert tags["schedlab.input_files"] == digest.manifest
+
+
+def test_wfformat_folder_inputs_are_its_instance_files(tmp_path: Path) -> None:
+    from sweeps.specs import WfFormatFolder
+
+    (tmp_path / "wf").mkdir()
+    for name in ("b.json", "a.json"):
+        (tmp_path / "wf" / name).write_text("{}")
+    (tmp_path / "wf" / "README.txt").write_text("not read")
+    spec = WfFormatFolder(path="wf", base_dir=str(tmp_path), jobs=10, warmup=0)
+    assert list(spec.input_files()) == ["wf/a.json", "wf/b.json"]
+    assert spec.stochastic  # each arrival draws an instance with the seed's generator
+    before = InputHasher().inputs(spec.input_files())
+    (tmp_path / "wf" / "README.txt").write_text("edited")
+    assert InputHasher().inputs(spec.input_files()) == before
+    (tmp_path / "wf" / "b.json").write_text('{"edited": 1}')
+    assert InputHasher().inputs(spec.input_files()).digest != before.digest
+
+
+def test_bad_reuse_value_is_one_message(conf: None, trace_dir: Path) -> None:
+    with pytest.raises(InputError, match=r"sweep\.reuse must be one of same, any .*got 'sometimes'"):
+        drive(trace_runs(trace_dir, "sweep.reuse=sometimes"))
+
+
+def test_sweep_prints_how_many_reran_and_why(trace_dir: Path) -> None:
+    """Through ``sweeps/run.py`` (basic launcher): an in-place trace edit between two sweeps is rerun."""
+    def sweep() -> str:
+        proc = subprocess.run([sys.executable, str(RUN), "-m", "hydra/launcher=basic", "workload=swf",
+                               "workload.path=traces/x.swf", "cluster=from_trace", "policy=easy,fcfs", "seed=0"],
+                              cwd=trace_dir, env=ENV, capture_output=True, text=True, timeout=180)
+        assert proc.returncode == 0, proc.stderr[-3000:]
+        return proc.stdout
+
+    sweep()
+    trace = trace_dir / "traces" / "x.swf"
+    trace.write_text(trace.read_text().replace("3 20 -1 30 8", "3 20 -1 70 8"))
+    out = sweep()
+    assert "2 reran: input file changed: traces/x.swf" in out and "already recorded" not in out
+    assert len(runs(sqlite_uri(trace_dir))) == 4  # an ad-hoc command line: schedlab-adhoc
