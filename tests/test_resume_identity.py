@@ -17,7 +17,9 @@ import pytest
 from hydra import compose, initialize_config_dir
 from hydra.core.global_hydra import GlobalHydra
 from hydra.core.hydra_config import HydraConfig
+from hydra.types import RunMode
 from mlflow.tracking import MlflowClient
+from omegaconf import DictConfig, open_dict
 
 from sim.core import InputError
 from sweeps import hook, task
@@ -42,11 +44,16 @@ def conf() -> Iterator[None]:
     GlobalHydra.instance().clear()
 
 
+def write_trace(folder: Path) -> Path:
+    """``folder`` with the trace ``traces/x.swf`` in it."""
+    (folder / "traces").mkdir()
+    (folder / "traces" / "x.swf").write_text(TRACE)
+    return folder
+
+
 @pytest.fixture()
 def trace_dir(tmp_path: Path) -> Path:
-    (tmp_path / "traces").mkdir()
-    (tmp_path / "traces" / "x.swf").write_text(TRACE)
-    return tmp_path
+    return write_trace(tmp_path)
 
 
 def trace_runs(cwd: Path, *overrides: str, policies: tuple[str, ...] = ("easy", "fcfs")) -> list[list[str]]:
@@ -57,15 +64,17 @@ def trace_runs(cwd: Path, *overrides: str, policies: tuple[str, ...] = ("easy", 
     return [[f"policy={p}", *common] for p in policies]
 
 
-def drive(override_lists: list[list[str]]) -> tuple[list[str | None], SweepTracker]:
-    """A sweep through the tracker, in this process: validate, plan, run and record what the plan keeps."""
+def drive(override_lists: list[list[str]], sweep: DictConfig | None = None) -> tuple[list[str | None], SweepTracker]:
+    """A sweep through the tracker, in this process: validate, plan, run and record what the plan keeps.
+
+    ``sweep`` is the sweep's own config (:func:`multirun_config`); by default the first run's."""
     tracker = SweepTracker(summary=False)
     plain = {}
     for index, overrides in enumerate(override_lists):
         cfg = compose("config", overrides=overrides, return_hydra_config=True)
         HydraConfig.instance().set_config(cfg)
         if index == 0:
-            tracker.configure(cfg)
+            tracker.configure(sweep if sweep is not None else cfg)
         plain[index] = task_config(cfg)
         tracker.check(index, plain[index], workload_choice(cfg))
     decisions = tracker.plan_configs(plain)
@@ -74,6 +83,15 @@ def drive(override_lists: list[list[str]]) -> tuple[list[str | None], SweepTrack
             outcome = task.run_one(plain[index])
             tracker.record(index, "FINISHED", outcome, None, None, "test", 0.0, 1.0, override_lists[index])
     return decisions, tracker
+
+
+def multirun_config(*task_overrides: str) -> DictConfig:
+    """The config a ``-m`` command line gives the driver: its raw overrides (sweeps included)."""
+    cfg = compose("config", return_hydra_config=True)
+    with open_dict(cfg.hydra):
+        cfg.hydra.mode = RunMode.MULTIRUN
+        cfg.hydra.overrides.task = list(task_overrides)
+    return cfg
 
 
 def test_fingerprint_is_the_sim_python_sources_only(tmp_path: Path) -> None:
