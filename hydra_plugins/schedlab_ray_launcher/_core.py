@@ -89,6 +89,9 @@ def _compose(hydra_context: HydraContext, config: DictConfig, overrides: list[st
         cfg.hydra.job.num = idx
         cfg.hydra.sweep.dir = str(sweep_dir)
     HydraConfig.instance().set_config(cfg)
+    subdir = str(OmegaConf.select(cfg, "hydra.sweep.subdir"))  # as run_job computes it in the worker
+    with read_write(cfg.hydra.runtime), open_dict(cfg.hydra.runtime):
+        cfg.hydra.runtime.output_dir = os.path.abspath(os.path.join(sweep_dir, subdir))
     with read_write(cfg), open_dict(cfg):
         for key in [k for k in cfg if k != "hydra"]:
             node = cfg._get_node(key)
@@ -99,8 +102,20 @@ def _compose(hydra_context: HydraContext, config: DictConfig, overrides: list[st
     return PlannedRun(index=idx, overrides=list(filter_overrides(overrides)), config=cfg)
 
 
+def _job_return(run: PlannedRun, status: JobStatus) -> JobReturn:
+    """A JobReturn with the configs Hydra's ``run_job`` gives: ``cfg`` is the task's config (no
+    ``hydra`` node), ``hydra_cfg`` is ``{"hydra": …}`` for this job, interpolating into the task's."""
+    config = run.config
+    cfg = OmegaConf.masked_copy(config, [str(k) for k in config if k != "hydra"])
+    OmegaConf.set_struct(cfg, OmegaConf.is_struct(config))
+    hydra_cfg = OmegaConf.masked_copy(config, "hydra")
+    hydra_cfg.hydra._set_parent(config)
+    OmegaConf.set_readonly(hydra_cfg.hydra, True)
+    return JobReturn(overrides=run.overrides, cfg=cfg, hydra_cfg=hydra_cfg, status=status)
+
+
 def _skipped_return(run: PlannedRun, reason: str) -> JobReturn:
-    ret = JobReturn(overrides=run.overrides, cfg=run.config, status=JobStatus.COMPLETED)
+    ret = _job_return(run, JobStatus.COMPLETED)
     ret.return_value = None
     ret.task_name = reason
     return ret
@@ -210,10 +225,13 @@ def _collect(ref: ray.ObjectRef, run: PlannedRun) -> tuple[RunReport, JobReturn]
         now = time.time()
         report = RunReport(run=run, status="FAILED", error=_one_line(e), traceback=str(e), start_time=now,
                            end_time=now)
-        ret = JobReturn(overrides=run.overrides, status=JobStatus.FAILED)
+        ret = JobReturn(status=JobStatus.FAILED)
         ret.return_value = e
     report.run = run
-    ret.cfg = run.config
+    configs = _job_return(run, ret.status)
+    ret.cfg, ret.hydra_cfg = configs.cfg, configs.hydra_cfg
+    if ret.overrides is None:  # the worker died: no run_job filled them
+        ret.overrides = configs.overrides
     if report.status == "FAILED":
         ret.status = JobStatus.FAILED
     return report, ret

@@ -1,0 +1,115 @@
+"""Hydra's launcher conformance suites against ``hydra/launcher=ray``, parametrised the way the
+official Ray and joblib plugins run them.
+
+One small Ray instance serves the module: the in-process sweeps of ``LauncherTestSuite`` find it
+running (the launcher then neither starts nor stops Ray), the ``IntegrationTestSuite`` apps join it
+with ``hydra.launcher.address``, so no test pays Ray's start-up.
+"""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+import ray
+from hydra import version
+from hydra.core.plugins import Plugins
+from hydra.core.utils import JobReturn, JobStatus
+from hydra.errors import Hydra14MigrationWarning
+from hydra.plugins.launcher import Launcher
+from hydra.test_utils.launcher_common_tests import IntegrationTestSuite, LauncherTestSuite
+from hydra.test_utils.test_utils import TSweepRunner
+from omegaconf import OmegaConf
+
+from hydra_plugins.schedlab_ray_launcher.ray_launcher import RayLauncher
+from sweeps.run import main
+from sweeps.task import RunOutcome
+from tests.test_sweeps import RUN, SYNTH
+
+
+@pytest.fixture(scope="module", autouse=True)
+def ray_session() -> Iterator[str]:
+    """One local Ray instance for the module (one CPU, a small object store)."""
+    with pytest.MonkeyPatch.context() as env:
+        env.setenv("RAY_AUTH_MODE", "disabled")
+        env.setenv("RAY_USAGE_STATS_ENABLED", "0")
+        info = ray.init(num_cpus=1, object_store_memory=78_643_200, include_dashboard=False,
+                        logging_level="WARNING")
+        try:
+            yield info.address_info["gcs_address"]
+        finally:
+            ray.shutdown()
+
+
+@pytest.fixture()
+def fresh_version_base(hydra_restore_singletons: None) -> None:
+    """Hydra's version base as the suites' apps get it in a fresh process (they set none: Hydra's
+    1.1 compatibility), whatever ``@hydra.main`` or ``initialize(version_base="1.3")`` set earlier in
+    the session; ``hydra_restore_singletons`` puts the previous one back."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", Hydra14MigrationWarning)
+        version.setbase("1.1")
+
+
+@pytest.mark.usefixtures("fresh_version_base")
+@pytest.mark.parametrize("launcher_name, overrides", [("ray", ["hydra.launcher.progress=false"])])
+class TestRayLauncher(LauncherTestSuite):
+    """Hydra's LauncherTestSuite on the bare launcher."""
+
+
+@pytest.fixture()
+def extra_flags(ray_session: str) -> list[str]:
+    """The integration apps' flags: the Ray launcher, joining the module's Ray."""
+    return ["-m", "hydra/launcher=ray", "hydra/hydra_logging=hydra_debug", "hydra/job_logging=disabled",
+            f"hydra.launcher.address={ray_session}", "hydra.launcher.progress=false"]
+
+
+@pytest.mark.parametrize("task_launcher_cfg", [{}])
+class TestRayLauncherIntegration(IntegrationTestSuite):
+    """Hydra's IntegrationTestSuite: apps in subprocesses, ``-m hydra/launcher=ray``."""
+
+
+def test_discovery() -> None:
+    assert RayLauncher.__name__ in [x.__name__ for x in Plugins.instance().discover(Launcher)]
+
+
+def schedlab_sweep(runner: TSweepRunner, folder: Path, launcher: str, *extra: str) -> list[JobReturn]:
+    """Two runs of schedlab's real config and task function with ``hydra/launcher=launcher``, recorded in
+    ``folder``'s store, swept in ``folder/launcher``."""
+    overrides = [f"hydra/launcher={launcher}", "cluster=hpc16", *SYNTH, "policy=easy,fcfs", "seed=4",
+                 f"tracking.uri=sqlite:///{folder}/mlflow.db", f"tracking.artifact_root={folder}/mlartifacts", *extra]
+    sweep = runner(calling_file=str(RUN), calling_module=None, task_function=main.__wrapped__,
+                   config_path="../conf", config_name="config", overrides=overrides, temp_dir=folder / launcher)
+    with sweep:
+        return list(sweep.returns[0])
+
+
+def test_ray_mlflow_keeps_the_contract(hydra_sweep_runner: TSweepRunner, tmp_path: Path) -> None:
+    """schedlab's launcher config (recording hook on) returns what Hydra's basic launcher returns, and
+    a run skipped as recorded before still carries its configs."""
+    version.setbase("1.3")  # as sweeps/run.py's @hydra.main does
+    basic = schedlab_sweep(hydra_sweep_runner, tmp_path, "basic")
+    ours = schedlab_sweep(hydra_sweep_runner, tmp_path, "ray_mlflow", "sweep.force=true")
+    assert len(ours) == len(basic) == 2
+    for num, (ref, ret) in enumerate(zip(basic, ours, strict=True)):
+        assert ret.status == ref.status == JobStatus.COMPLETED
+        assert ret.overrides[0] == ("policy=easy", "policy=fcfs")[num]
+        assert ret.overrides == [*ref.overrides, "sweep.force=True"]  # as Hydra's sweeper writes it
+        assert "hydra" not in ret.cfg and ret.cfg.sweep.force
+        assert OmegaConf.masked_copy(ret.cfg, [k for k in ret.cfg if k != "sweep"]) == OmegaConf.masked_copy(
+            ref.cfg, [k for k in ref.cfg if k != "sweep"])
+        assert ret.working_dir == ref.working_dir and ret.task_name == ref.task_name == "run"
+        for key in ("job.name", "job.num", "job.id", "job.chdir", "runtime.cwd"):
+            assert OmegaConf.select(ret.hydra_cfg.hydra, key) == OmegaConf.select(ref.hydra_cfg.hydra, key), key
+        assert list(ret.hydra_cfg.hydra.overrides.task) == ret.overrides
+        output_dir = Path(ret.hydra_cfg.hydra.runtime.output_dir)
+        assert output_dir == tmp_path / "ray_mlflow" / str(num)
+        assert isinstance(ret.return_value, RunOutcome)
+        assert ret.return_value.summary == ref.return_value.summary and ret.return_value.summary["jobs"] == 300
+
+    skipped = schedlab_sweep(hydra_sweep_runner, tmp_path, "ray_mlflow")
+    for num, ret in enumerate(skipped):
+        assert ret.status == JobStatus.COMPLETED and ret.return_value is None and "finished in MLflow" in ret.task_name
+        assert ret.cfg == basic[num].cfg and ret.hydra_cfg.hydra.job.num == num
