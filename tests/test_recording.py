@@ -66,3 +66,10 @@ def test_saved_stream_artifact_replays_to_the_recorded_metrics(tmp_path: Path) -
     replay = run(workload, Cluster.slotted(m, c_r), make_policy("rmdcwf"))
     for name in ("late/proportion", "turnaround/mean", "util", "load/offered"):
         assert replay.summary[name] == recorded.data.metrics[name], name
+
+
+def test_zero_replications_is_one_message_before_anything_runs(tmp_path: Path) -> None:
+    proc = single(tmp_path, "replications=0", multirun=True)  # was a StopIteration traceback
+    assert proc.returncode != 0 and "Traceback" not in proc.stderr, proc.stderr
+    assert "replications must be a positive integer (seeds per cell), got 0; nothing was run" in proc.stderr
+    assert not (tmp_path / "mlflow.db").exists()
