@@ -22,6 +22,7 @@ import numpy as np
 from sim.core import Cluster, InputError, Workload
 from sim.workflows.files import read_stream, write_stream
 from sim.workflows.generators import GENERATORS
+from sim.workflows.mapreduce import MapReduceShape, mapreduce_stream
 from sim.workflows.stream import check_stream, workflow_stream
 from sim.workflows.wfformat import wfformat_stream
 from sim.workloads import FORMATS, load_trace, synthetic_hpc
@@ -266,6 +267,28 @@ class WorkflowStream(_StreamParams):
 
     def build(self, rng: np.random.Generator, cluster: Cluster | None) -> Workload:
         return workflow_stream(rng, self.type, n=self.n, **self._stream_args(cluster, f"workload {self.type}"))
+
+
+@dataclass(frozen=True)
+class MapReduceStream(_StreamParams):
+    """MapReduce jobs (:mod:`sim.workflows.mapreduce`): discrete uniform ``[lo, hi]`` map and reduce
+    counts and whole-second times, in the same open stream as the workflows."""
+
+    maps: tuple[int, int] = (1, 60)
+    reduces: tuple[int, int] = (1, 10)
+    map_time: tuple[int, int] = (30, 170)
+    reduce_time: tuple[int, int] = (110, 250)
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        self.shape  # noqa: B018  (bad bounds → InputError on the driver)
+
+    @property
+    def shape(self) -> MapReduceShape:
+        return MapReduceShape(self.maps, self.reduces, self.map_time, self.reduce_time)
+
+    def build(self, rng: np.random.Generator, cluster: Cluster | None) -> Workload:
+        return mapreduce_stream(rng, self.shape, **self._stream_args(cluster, "workload mapreduce"))
 
 
 @dataclass(frozen=True)

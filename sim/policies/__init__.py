@@ -40,6 +40,8 @@ POLICIES: dict[str, Callable[..., Policy]] = {
     # deadline-constrained workflows (sim/policies/rmdcwf.py): RM-DCWF and its FIFO baseline
     "rmdcwf": _lazy("sim.policies.rmdcwf", "rmdcwf"),
     "fifo_workflow": _lazy("sim.policies.rmdcwf", "fifo_workflow"),
+    # MRCP-RM (sim/policies/mrcp.py): a CP-SAT model re-planned on every arrival (needs schedlab[mrcp])
+    "mrcp": _lazy("sim.policies.mrcp", "mrcp"),
 }
 
 
