@@ -282,8 +282,9 @@ def swept_keys(config: DictConfig) -> frozenset[str]:
     sweeps), or a single run's command-line overrides (bookkeeping keys left out)."""
     multirun = OmegaConf.select(config, "hydra.mode", default=None) == RunMode.MULTIRUN
     keys = {key for key, is_sweep in _override_keys(config) if is_sweep or not multirun}
-    if multirun:
-        keys |= set(OmegaConf.select(config, "hydra.sweeper.params", default={}) or {})
+    params = OmegaConf.select(config, "hydra.sweeper.params", default=None)
+    if multirun and isinstance(params, DictConfig):
+        keys |= {str(key) for key in params}
     return frozenset(key for key in keys if not key.startswith("hydra") and not _bookkeeping(key, config))
 
 
