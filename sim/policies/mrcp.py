@@ -252,10 +252,8 @@ class MrcpPolicy:
                 for r, x in enumerate(present):
                     model.add_hint(x, r == hint[t.id][1])
         for wf in jobs:
-            for t in wf.tasks:
-                for p in t.parents:
-                    if t.id in hint and p in hint:
-                        model.add(built.starts[t.id] >= built.starts[p] + dur[p])
+            self._precedence(model, built.starts, dur, [t for t in wf.tasks if t.id in hint], horizon,
+                             {t: tick - origin + dur[t] for t, (tick, _) in hint.items()})
         for intervals in per_resource:
             if intervals:
                 model.add_cumulative(intervals, [1] * len(intervals), self._c * (self._m if pooled else 1))
@@ -277,6 +275,30 @@ class MrcpPolicy:
             completions.append(c_j)
         model.minimize((len(jobs) * horizon + 1) * sum(late_terms) + sum(completions))
         return built
+
+    @staticmethod
+    def _precedence(model: Any, starts: dict[int, Any], dur: dict[int, int], tasks: list[Job], horizon: int,
+                    hinted_end: dict[int, int]) -> None:
+        """Children start after their unstarted parents end. Children sharing a parent set (every
+        reduce of a MapReduce job waits for every map) share one "parents done" variable, so k
+        parents × n children cost k + n constraints instead of k · n."""
+        groups: dict[tuple[int, ...], list[int]] = {}
+        for t in tasks:
+            parents = tuple(sorted(p for p in t.parents if p in starts))
+            if parents:
+                groups.setdefault(parents, []).append(t.id)
+        for parents, children in groups.items():
+            if len(children) == 1 or len(parents) == 1:
+                for child in children:
+                    for p in parents:
+                        model.add(starts[child] >= starts[p] + dur[p])
+                continue
+            ready = model.new_int_var(0, horizon, "")
+            model.add_hint(ready, max(hinted_end[p] for p in parents))
+            for p in parents:
+                model.add(ready >= starts[p] + dur[p])
+            for child in children:
+                model.add(starts[child] >= ready)
 
     def _solve(self, built: _Model) -> Plan | None:
         """Run CP-SAT with the configured limits; the plan, or ``None`` without a solution."""
