@@ -27,6 +27,8 @@ from hydra.errors import CompactHydraException
 from hydra.experimental.callback import Callback
 from omegaconf import DictConfig, OmegaConf, open_dict, read_write
 
+from sweeps.preflight import StoreUnusableError, check_tracking
+
 RAY = "hydra_plugins.schedlab_ray_launcher.ray_launcher.RayLauncher"
 BASIC = "hydra._internal.core_plugins.basic_launcher.BasicLauncher"
 #: launcher ``_target_`` → the ``hydra/launcher=`` choices that select it
@@ -87,13 +89,18 @@ class Recording(Callback):
         self.started: dict[int, float] = {}
 
     def on_run_start(self, config: DictConfig, **kwargs: Any) -> None:
+        try:
+            check_tracking(config)
+        except StoreUnusableError as error:
+            abort(str(error))
         self._in_process(config, summary=False)
 
     def on_multirun_start(self, config: DictConfig, **kwargs: Any) -> None:
         try:
             target = check_launcher(config)
             check_replications(config)
-        except (UnrecordableLauncherError, EmptySweepError) as error:
+            check_tracking(config)  # before Ray starts: a down server or read-only store is one message
+        except (UnrecordableLauncherError, EmptySweepError, StoreUnusableError) as error:
             abort(str(error))
         if target == RAY:
             if OmegaConf.select(config, "hydra.launcher.hook") is None:

@@ -7,7 +7,7 @@ import socket
 import time
 import traceback
 from collections.abc import Sequence
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -18,6 +18,7 @@ from hydra.core.utils import JobReturn, JobStatus, configure_log, filter_overrid
 from hydra.types import HydraContext, TaskFunction
 from omegaconf import DictConfig, ListConfig, OmegaConf, open_dict, read_write
 
+from hydra_plugins.schedlab_ray_launcher import _checks
 from hydra_plugins.schedlab_ray_launcher._progress import Progress, print_summary
 from hydra_plugins.schedlab_ray_launcher.hooks import (
     NullHook,
@@ -37,6 +38,7 @@ def launch(launcher: Any, job_overrides: Sequence[Sequence[str]], initial_job_id
     setup_globals()
     config, hydra_context = launcher.config, launcher.hydra_context
     options = launcher.options
+    address = _preflight(options)  # bad options, no cluster: refused before anything is composed or started
     configure_log(config.hydra.hydra_logging, config.hydra.verbose)
     sweep_dir = Path(str(config.hydra.sweep.dir)).absolute()
     sweep_dir.mkdir(parents=True, exist_ok=True)
@@ -54,7 +56,7 @@ def launch(launcher: Any, job_overrides: Sequence[Sequence[str]], initial_job_id
     returns: dict[int, JobReturn] = {}
     tic = time.perf_counter()
     try:
-        _plan_and_run(options, launcher.task_function, hydra_context, runs, stats, returns, hook, timings)
+        _plan_and_run(options, address, launcher.task_function, hydra_context, runs, stats, returns, hook, timings)
     except KeyboardInterrupt:
         stats.interrupted = True
     finally:
@@ -121,24 +123,44 @@ def _skipped_return(run: PlannedRun, reason: str) -> JobReturn:
     return ret
 
 
-def _connect(options: dict[str, Any]) -> bool:
-    """Start or join Ray; True when we started it (and must shut it down)."""
+def _preflight(options: dict[str, Any]) -> str | None:
+    """Check the launcher options; the reachable ``HOST:PORT`` of the cluster to join, ``None`` for a
+    local instance (or a Ray this process already runs)."""
+    _checks.check_options(options, _checks.machine_cpus())
+    address = str(options.get("address") or "local")
+    if ray.is_initialized() or address == "local":
+        return None
+    resolved = _checks.resolve_address(address)
+    _checks.probe(resolved)
+    return resolved
+
+
+def _connect(options: dict[str, Any], address: str | None) -> bool:
+    """Start a local Ray (``address`` None) or join ``address``, saying which (it takes seconds); True
+    when we started or joined it (and must shut it down)."""
     if ray.is_initialized():
         return False
-    address = str(options.get("address") or "local")
     extra = dict(options.get("init") or {})
     extra.setdefault("log_to_driver", True)
     extra.setdefault("logging_level", logging.WARNING)
-    if address == "local":
+    if address is None:
         local = dict(options.get("local") or {})
-        num_cpus = local.pop("num_cpus", None) or os.cpu_count()
+        num_cpus = local.pop("num_cpus", None) or _checks.machine_cpus()
+        print(f"starting a local Ray instance ({num_cpus} CPUs)…", flush=True)
         ray.init(address="local", num_cpus=num_cpus, **{k: v for k, v in local.items() if v is not None}, **extra)
-    else:
-        ray.init(address=address, **extra)
+        return True
+    print(f"connecting to Ray at {address}…", flush=True)
+    ray.init(address=address, **extra)
+    try:
+        _checks.check_feasible(float(options.get("num_cpus", 1.0)), ray.nodes(), address)
+    except SweepAbortedError:
+        ray.shutdown()
+        raise
     return True
 
 
-def _plan_and_run(options: dict[str, Any], task_function: TaskFunction, hydra_context: HydraContext,
+def _plan_and_run(options: dict[str, Any], address: str | None, task_function: TaskFunction,
+                  hydra_context: HydraContext,
                   runs: list[PlannedRun], stats: SweepStats, returns: dict[int, JobReturn], hook: SweepHook,
                   timings: dict[str, float]) -> None:
     """Start Ray while the hook plans in a thread (both take seconds: Ray's processes, the tracking
@@ -146,10 +168,10 @@ def _plan_and_run(options: dict[str, Any], task_function: TaskFunction, hydra_co
     with ThreadPoolExecutor(max_workers=1, thread_name_prefix="schedlab-plan") as pool:
         planned = pool.submit(hook.plan, runs)
         tic = time.perf_counter()
-        started = _connect(options)
+        started = _connect(options, address)
         timings["ray_start"] = time.perf_counter() - tic
         try:
-            todo = _apply_plan(type(hook).__name__, runs, planned.result(), stats, returns)
+            todo = _apply_plan(type(hook).__name__, runs, _plan_result(hook, planned), stats, returns)
             timings["prepare"] += time.perf_counter() - tic - timings["ray_start"]  # planning Ray did not hide
             if todo:
                 _run_on_ray(options, task_function, hydra_context, todo, stats, returns, hook, timings)
@@ -158,6 +180,17 @@ def _plan_and_run(options: dict[str, Any], task_function: TaskFunction, hydra_co
                 tic = time.perf_counter()
                 ray.shutdown()
                 timings["ray_stop"] = time.perf_counter() - tic
+
+
+def _plan_result(hook: SweepHook, planned: Future) -> Sequence[str | None]:
+    """The hook's plan; its failure (e.g. a tracking store that cannot be read) as one message."""
+    try:
+        return planned.result()
+    except SweepAbortedError:
+        raise
+    except Exception as error:
+        raise SweepAbortedError(f"{type(hook).__name__} could not plan the sweep: {_one_line(error)}; "
+                                f"nothing was run") from error
 
 
 def _apply_plan(hook_name: str, runs: list[PlannedRun], skips: Sequence[str | None], stats: SweepStats,
@@ -201,20 +234,31 @@ def _run_on_ray(options: dict[str, Any], task_function: TaskFunction, hydra_cont
             for ref in ready:
                 run = in_flight.pop(ref)
                 report, ret = _collect(ref, run)
-                returns[run.index] = ret
                 slot_seconds += report.seconds
+                _record(hook, report, stats)  # counted done only once the hook has recorded it
+                returns[run.index] = ret
                 if report.status == "FINISHED":
                     stats.done += 1
                 else:
                     stats.failed += 1
                     stats.failures.append(report)
-                hook.on_result(report)
                 progress.advance()
     finally:
         timings.update(runs=time.perf_counter() - tic, slots=slots, task_seconds=slot_seconds)
         for ref in in_flight:
             ray.cancel(ref, force=True)
         progress.close()
+
+
+def _record(hook: SweepHook, report: RunReport, stats: SweepStats) -> None:
+    """Hand a result to the hook; when it cannot record it, stop the sweep (the next would fail too)."""
+    try:
+        hook.on_result(report)
+    except Exception as error:
+        stats.stopped = (f"run #{report.run.index} ({report.run.label}) ended but {type(hook).__name__} could not "
+                         f"record it: {_one_line(error)}")
+        raise SweepAbortedError(f"sweep stopped: {stats.stopped}; runs recorded before it are kept, rerun the "
+                                f"same command to resume") from error
 
 
 def _collect(ref: ray.ObjectRef, run: PlannedRun) -> tuple[RunReport, JobReturn]:

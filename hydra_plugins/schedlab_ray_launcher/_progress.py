@@ -37,7 +37,7 @@ class Progress:
 
 def print_summary(stats: SweepStats) -> None:
     """The end-of-sweep summary on stdout: counts, then one line per failed run."""
-    head = "sweep interrupted" if stats.interrupted else "sweep finished"
+    head = "sweep interrupted" if stats.interrupted else "sweep stopped" if stats.stopped else "sweep finished"
     line = (f"{head} in {stats.seconds:.1f} s: {stats.total} runs — {stats.done} done, {stats.failed} failed, "
             f"{stats.skipped} skipped")
     if stats.not_run:

@@ -61,6 +61,8 @@ class SweepStats:
     skipped: int = 0
     seconds: float = 0.0
     interrupted: bool = False
+    #: why the sweep stopped early (a result that could not be recorded), empty when it did not
+    stopped: str = ""
     failures: list[RunReport] = dataclasses.field(default_factory=list)
 
     @property

@@ -1,0 +1,144 @@
+"""The launcher's options and the Ray it will use, checked before anything starts.
+
+A bad option or an unreachable cluster ends the sweep in about a second with one message naming the
+option and the fix, instead of a Ray ``ValueError`` after Ray started, or a ``ray.init`` that waits
+for a cluster that is not there (it retries for minutes) or for CPUs no node has (forever).
+"""
+
+import os
+import socket
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from hydra_plugins.schedlab_ray_launcher.hooks import SweepAbortedError
+
+#: Ray refuses an object store smaller than this (bytes)
+MIN_OBJECT_STORE = 78_643_200
+PROBE_SECONDS = 3.0
+HEAD_HINT = "start one with `ray start --head --port=6379` and pass its HOST:PORT, or use hydra.launcher.address=local"
+
+
+def machine_cpus() -> int:
+    """CPUs of this machine (what a local Ray instance gets when ``local.num_cpus`` is null)."""
+    return os.cpu_count() or 1
+
+
+def check_options(options: Mapping[str, Any], cpus: int) -> None:
+    """Refuse option values Ray would reject or never satisfy; ``cpus``: this machine's CPUs.
+
+    A local Ray instance may not have more CPUs than the machine (oversubscribed runs would slow one
+    another down and distort their timings), and one run may not reserve more CPUs than the Ray
+    instance it would run on has (Ray would wait forever for them).
+
+    >>> try:
+    ...     check_options({"max_retries": -5}, cpus=2)
+    ... except SweepAbortedError as error:
+    ...     print(str(error).split(";")[0])
+    hydra.launcher.max_retries=-5: expected an integer >= 0 (or -1: retry forever)
+    """
+    def refuse(key: str, expected: str) -> None:
+        raise SweepAbortedError(f"hydra.launcher.{key}={_show(_get(options, key))}: {expected}; nothing was run")
+
+    retries = _get(options, "max_retries", 3)
+    if not _is_int(retries) or retries < -1:
+        refuse("max_retries", "expected an integer >= 0 (or -1: retry forever)")
+    per_run = _get(options, "num_cpus", 1.0)
+    if isinstance(per_run, bool) or not isinstance(per_run, int | float) or not per_run > 0:
+        refuse("num_cpus", "expected the CPUs each run reserves, a number > 0 (e.g. 1 or 0.5)")
+    in_flight = _get(options, "max_in_flight")
+    if in_flight is not None and (not _is_int(in_flight) or in_flight < 1):
+        refuse("max_in_flight", "expected an integer >= 1, or null (twice the cluster's run slots)")
+    address = str(_get(options, "address", "local") or "local")
+    if address != "local":
+        if address != "auto" and _host_port(address) is None:
+            refuse("address", "expected local, auto or HOST:PORT of a `ray start --head` cluster")
+        return
+    local_cpus = _get(options, "local.num_cpus")
+    if local_cpus is not None and (not _is_int(local_cpus) or not 1 <= local_cpus <= cpus):
+        refuse("local.num_cpus", f"expected 1 to {cpus} (this machine's CPUs), or null for all of them")
+    store = _get(options, "local.object_store_memory")
+    if store is not None and (not _is_int(store) or store < MIN_OBJECT_STORE):
+        refuse("local.object_store_memory", f"expected bytes >= {MIN_OBJECT_STORE} (Ray's minimum), or null")
+    instance = local_cpus or cpus
+    if per_run > instance:
+        size = f"{instance} (hydra.launcher.local.num_cpus)" if local_cpus else f"{instance}, all of this machine's"
+        raise SweepAbortedError(
+            f"hydra.launcher.num_cpus={_show(per_run)}: each run would reserve {_show(per_run)} CPUs but the local "
+            f"Ray instance has {size}; set hydra.launcher.num_cpus to at most {instance}; nothing was run")
+
+
+def resolve_address(address: str) -> str:
+    """``HOST:PORT`` of the cluster to join: ``auto`` is ``$RAY_ADDRESS`` or the address the last
+    ``ray start`` on this machine recorded. Unlike ``ray.init(address="auto")`` this never joins
+    whatever Ray processes happen to be running (on a shared machine: someone else's)."""
+    if address != "auto":
+        return address
+    env = os.environ.get("RAY_ADDRESS", "").strip()
+    if env:
+        return env
+    recorded = os.path.join(_ray_temp_dir(), "ray_current_cluster")
+    if os.path.isfile(recorded):
+        with open(recorded) as f:
+            found = f.read().strip()
+        if found:
+            return found
+    raise SweepAbortedError(
+        f"hydra.launcher.address=auto: no Ray cluster found (RAY_ADDRESS is unset and no `ray start` recorded one "
+        f"in {recorded}); {HEAD_HINT}; nothing was run")
+
+
+def probe(address: str, timeout: float = PROBE_SECONDS) -> None:
+    """Refuse an address nothing listens on (``ray.init`` would retry for minutes)."""
+    host, port = _host_port(address) or ("", 0)
+    try:
+        with socket.create_connection((host, port), timeout=timeout):
+            return
+    except OSError as error:
+        reason = "timed out" if isinstance(error, TimeoutError) else (error.strerror or str(error))
+        raise SweepAbortedError(f"cannot reach a Ray cluster at {address} (hydra.launcher.address): {reason}; "
+                                f"{HEAD_HINT}; nothing was run") from None
+
+
+def check_feasible(per_run: float, nodes: Sequence[Mapping[str, Any]], address: str) -> None:
+    """Refuse a per-run CPU reservation no live node of the cluster can give (Ray would wait forever)."""
+    largest = max((float(n.get("Resources", {}).get("CPU", 0)) for n in nodes if n.get("Alive")), default=0.0)
+    if per_run > largest:
+        raise SweepAbortedError(
+            f"hydra.launcher.num_cpus={_show(per_run)}: each run would reserve {_show(per_run)} CPUs but no node of "
+            f"the Ray cluster at {address} has more than {_show(largest)}; set hydra.launcher.num_cpus to at most "
+            f"{_show(largest)} or add bigger nodes; nothing was run")
+
+
+def _get(options: Mapping[str, Any], dotted: str, default: Any = None) -> Any:
+    node: Any = options
+    for part in dotted.split("."):
+        if not isinstance(node, Mapping) or node.get(part) is None:
+            return default
+        node = node[part]
+    return node
+
+
+def _is_int(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _show(value: Any) -> str:
+    return f"{value:g}" if isinstance(value, float) else str(value)
+
+
+def _host_port(address: str) -> tuple[str, int] | None:
+    """``("127.0.0.1", 6379)`` for ``127.0.0.1:6379`` (or ``ray://…``); ``None`` when it is not one.
+
+    >>> _host_port("ray://head:10001"), _host_port("head"), _host_port("head:0")
+    (('head', 10001), None, None)
+    """
+    host, _, port = address.removeprefix("ray://").rpartition(":")
+    if not host or not port.isdigit() or not 0 < int(port) < 65536:
+        return None
+    return host.strip("[]"), int(port)
+
+
+def _ray_temp_dir() -> str:
+    """Where ``ray start`` records its address: the same lookup as Ray's (``RAY_TMPDIR``, ``TMPDIR``, /tmp)."""
+    base = os.environ.get("RAY_TMPDIR") or os.environ.get("TMPDIR") or "/tmp"
+    return os.path.join(base, "ray")

@@ -1,0 +1,130 @@
+"""The tracking store, checked before anything runs, and said out loud.
+
+A tracking server that is down used to cost minutes of MLflow's HTTP retries and end in a traceback; a
+read-only SQLite file let Ray start and every run fail to record. :func:`check_store` finds both in
+about a second, with one message naming the store and the fix. :func:`describe_store` is the line every
+sweep prints first, so a sweep launched from another directory (``tracking=sqlite`` is relative to the
+launch directory) does not silently record into a second store.
+"""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+import urllib.error
+import urllib.parse
+import urllib.request
+from pathlib import Path
+
+from hydra.core.hydra_config import HydraConfig
+from hydra.errors import CompactHydraException
+from omegaconf import DictConfig, OmegaConf
+
+PROBE_SECONDS = 3.0
+#: MLflow's HTTP client defaults (7 retries with backoff, 120 s timeout) turn an outage into minutes;
+#: these keep a server that goes down mid-sweep under a minute. Set either variable to override.
+HTTP_LIMITS = {"MLFLOW_HTTP_REQUEST_MAX_RETRIES": "2", "MLFLOW_HTTP_REQUEST_TIMEOUT": "15"}
+ELSEWHERE = "record elsewhere with tracking.uri=sqlite:///PATH/mlflow.db, or record nothing with tracking=none"
+
+
+class StoreUnusableError(CompactHydraException):
+    """The tracking store cannot be written; nothing was run."""
+
+
+def check_tracking(config: DictConfig) -> None:
+    """Check the store ``config``'s ``tracking`` names (raises :class:`StoreUnusableError`), then print
+    where the runs will be recorded."""
+    HydraConfig.instance().set_config(config)  # the default store is relative to ${hydra:runtime.cwd}
+    uri = OmegaConf.select(config, "tracking.uri", default=None)
+    check_store(uri, OmegaConf.select(config, "tracking.artifact_root", default=None))
+    print(describe_store(uri), flush=True)
+
+
+def describe_store(uri: str | None) -> str:
+    """Where runs are recorded and how to look at them.
+
+    >>> describe_store("sqlite:////data/mlflow.db")
+    'recording to sqlite:////data/mlflow.db — view with: mlflow ui --backend-store-uri sqlite:////data/mlflow.db'
+    >>> describe_store(None)
+    'recording nothing (tracking=none): runs are neither recorded nor skipped as done'
+    """
+    if not uri:
+        return "recording nothing (tracking=none): runs are neither recorded nor skipped as done"
+    if _is_http(uri):
+        return f"recording to the MLflow server {uri} — view at {uri}"
+    return f"recording to {uri} — view with: mlflow ui --backend-store-uri {uri}"
+
+
+def check_store(uri: str | None, artifact_root: str | None = None) -> None:
+    """Raise :class:`StoreUnusableError` when runs could not be recorded in ``uri`` (and its artifacts
+    under ``artifact_root``); a server's HTTP retries are bounded from here on (:data:`HTTP_LIMITS`)."""
+    if not uri:
+        return
+    if _is_http(uri):
+        for name, value in HTTP_LIMITS.items():
+            os.environ.setdefault(name, value)
+        _probe_server(uri)
+        return
+    if uri.startswith("sqlite:"):
+        _check_sqlite(uri)
+    elif "://" not in uri or uri.startswith("file:"):
+        _check_folder(Path(urllib.parse.urlparse(uri).path if uri.startswith("file:") else uri), uri)
+    if artifact_root:
+        _check_folder(Path(artifact_root), f"the artifact folder {artifact_root} (tracking.artifact_root)")
+
+
+def _is_http(uri: str) -> bool:
+    return uri.startswith(("http://", "https://"))
+
+
+def _probe_server(uri: str) -> None:
+    """One request with a short timeout: any HTTP answer (even 401 or 404) means someone is there."""
+    try:
+        with urllib.request.urlopen(f"{uri.rstrip('/')}/health", timeout=PROBE_SECONDS):
+            return
+    except urllib.error.HTTPError:
+        return
+    except (urllib.error.URLError, OSError) as error:
+        reason = getattr(error, "reason", error)
+        reason = "timed out" if isinstance(reason, TimeoutError) else getattr(reason, "strerror", None) or str(reason)
+        parsed = urllib.parse.urlparse(uri)
+        start = f"mlflow server --host {parsed.hostname} --port {parsed.port or 5000}"
+        raise StoreUnusableError(f"the MLflow tracking server {uri} is not reachable ({reason}); start it "
+                                 f"(`{start}`) or record locally with tracking=sqlite; nothing was run") from None
+
+
+def _check_sqlite(uri: str) -> None:
+    """The SQLite file (or, before the first run, its folder) must be writable: a write of the file's own
+    ``user_version`` is rolled back, so a read-only file is found now and not by each run (SQLite opens a
+    write-protected file read-only without complaint; only a write tells)."""
+    path = Path(uri.removeprefix("sqlite:///").split("?", 1)[0])
+    _check_folder(path.parent, uri, create=False)  # SQLite writes its journal beside the file
+    if not path.exists():
+        return
+    try:
+        db = sqlite3.connect(f"file:{path}?mode=rw", uri=True, timeout=PROBE_SECONDS)
+        try:
+            db.execute("BEGIN IMMEDIATE")
+            version = db.execute("PRAGMA user_version").fetchone()[0]
+            db.execute(f"PRAGMA user_version = {int(version)}")
+            db.rollback()
+        finally:
+            db.close()
+    except sqlite3.OperationalError as error:
+        if "locked" in str(error):  # another sweep is writing: it can be written, just not this second
+            return
+        raise StoreUnusableError(f"cannot record to {uri}: {path} is not writable ({error}); make it writable "
+                                 f"(chmod u+w {path}) or {ELSEWHERE}; nothing was run") from None
+
+
+def _check_folder(folder: Path, what: str, create: bool = True) -> None:
+    """``folder`` (or, when ``create``, its first existing parent) must be a writable folder."""
+    existing = folder
+    while create and not existing.exists() and existing != existing.parent:
+        existing = existing.parent
+    if not existing.is_dir():
+        raise StoreUnusableError(f"cannot record to {what}: the folder {folder} does not exist; create it or "
+                                 f"{ELSEWHERE}; nothing was run")
+    if not os.access(existing, os.W_OK | os.X_OK):
+        raise StoreUnusableError(f"cannot record to {what}: the folder {existing} is not writable; make it writable "
+                                 f"or {ELSEWHERE}; nothing was run")
