@@ -31,9 +31,10 @@ RESUME = ["workload.jobs=3000", "workload.arrival_rate=0.05", "policy=conservati
 ENV = {**os.environ, "RAY_AUTH_MODE": "disabled", "RAY_USAGE_STATS_ENABLED": "0", "PYTHONUNBUFFERED": "1"}
 
 
-def sweep(cwd: Path, *overrides: str, check: bool = True, timeout: float = 240) -> subprocess.CompletedProcess:
-    """``python sweeps/run.py -m SMALL… overrides…`` in ``cwd``."""
-    proc = subprocess.run([sys.executable, str(RUN), "-m", *SMALL, *overrides], cwd=cwd, env=ENV,
+def sweep(cwd: Path, *overrides: str, check: bool = True, timeout: float = 240,
+          env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
+    """``python sweeps/run.py -m SMALL… overrides…`` in ``cwd`` (environment ``env``, default ``ENV``)."""
+    proc = subprocess.run([sys.executable, str(RUN), "-m", *SMALL, *overrides], cwd=cwd, env=env or ENV,
                           capture_output=True, text=True, timeout=timeout)
     if check and proc.returncode != 0:
         raise AssertionError(f"sweep failed ({proc.returncode}):\n{proc.stdout}\n{proc.stderr[-4000:]}")
