@@ -274,6 +274,8 @@ class MapReduceStream(_StreamParams):
     """MapReduce jobs (:mod:`sim.workflows.mapreduce`): discrete uniform ``[lo, hi]`` map and reduce
     counts and whole-second times, in the same open stream as the workflows."""
 
+    arrival_rate: float = 0.01
+    s_max: int = 1000  # conf/workload/mapreduce.yaml says why
     maps: tuple[int, int] = (1, 60)
     reduces: tuple[int, int] = (1, 10)
     map_time: tuple[int, int] = (30, 170)
