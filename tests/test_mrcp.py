@@ -151,3 +151,10 @@ def test_the_driver_refuses_mrcp_without_ortools_before_anything_runs(monkeypatc
     with pytest.raises(InputError, match=r"pip install 'schedlab\[mrcp\]'"):
         task.prepare(cfg)
     task._BUILT.clear()
+
+
+def test_the_rest_of_schedlab_never_imports_ortools() -> None:
+    code = ("import sys\nimport sim.policies, sim.run, sweeps.specs, sweeps.task\n"
+            "sim.policies.make_policy('rmdcwf')\nprint(any(m.split('.')[0] == 'ortools' for m in sys.modules))\n")
+    out = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "False"
