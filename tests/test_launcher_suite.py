@@ -8,6 +8,7 @@ with ``hydra.launcher.address``, so no test pays Ray's start-up.
 
 from __future__ import annotations
 
+import json
 import warnings
 from collections.abc import Iterator
 from pathlib import Path
@@ -17,12 +18,13 @@ import ray
 from hydra import version
 from hydra.core.plugins import Plugins
 from hydra.core.utils import JobReturn, JobStatus
-from hydra.errors import Hydra14MigrationWarning
+from hydra.errors import CompactHydraException, Hydra14MigrationWarning
 from hydra.plugins.launcher import Launcher
 from hydra.test_utils.launcher_common_tests import IntegrationTestSuite, LauncherTestSuite
 from hydra.test_utils.test_utils import TSweepRunner
 from omegaconf import OmegaConf
 
+from hydra_plugins.schedlab_ray_launcher.hooks import NullHook, RunReport, SweepStats
 from hydra_plugins.schedlab_ray_launcher.ray_launcher import RayLauncher
 from sweeps.run import main
 from sweeps.task import RunOutcome
@@ -113,3 +115,36 @@ def test_ray_mlflow_keeps_the_contract(hydra_sweep_runner: TSweepRunner, tmp_pat
     for num, ret in enumerate(skipped):
         assert ret.status == JobStatus.COMPLETED and ret.return_value is None and "finished in MLflow" in ret.task_name
         assert ret.cfg == basic[num].cfg and ret.hydra_cfg.hydra.job.num == num
+
+
+class RefusingHook(NullHook):
+    """A driver-side hook whose store refuses every write (a disk that filled up mid-sweep); it writes the
+    final counts to ``path`` (Hydra instantiates it from another copy of this module)."""
+
+    def __init__(self, path: str) -> None:
+        self.path = Path(path)
+
+    def on_result(self, report: RunReport) -> None:
+        raise OSError(28, "No space left on device")
+
+    def finish(self, stats: SweepStats) -> None:
+        self.path.write_text(json.dumps({"done": stats.done, "failed": stats.failed, "not_run": stats.not_run,
+                                         "stopped": stats.stopped}))
+
+
+@pytest.mark.usefixtures("hydra_restore_singletons")
+def test_a_result_that_cannot_be_recorded_is_never_counted_done(hydra_sweep_runner: TSweepRunner,
+                                                                 tmp_path: Path) -> None:
+    counts = tmp_path / "counts.json"
+    overrides = ["hydra/launcher=ray", "hydra.launcher.progress=false", "+a=0,1",
+                 f"hydra.launcher.hook={{_target_:tests.test_launcher_suite.RefusingHook,path:'{counts}'}}"]
+    sweep = hydra_sweep_runner(calling_file=None, calling_module="hydra.test_utils.a_module", task_function=None,
+                               config_path="configs", config_name="compose", overrides=overrides,
+                               temp_dir=tmp_path / "sweep")
+    # CompactHydraException (Hydra prints only the message): Hydra's plugin scan re-executes the plugin
+    # modules, so the SweepAbortedError raised is not the class object imported here
+    with pytest.raises(CompactHydraException, match=r"sweep stopped: run #\d \(\+a=\d\) ended but RefusingHook "
+                                                    r"could not record it: OSError: .*No space left on device"), sweep:
+        pass
+    stats = json.loads(counts.read_text())
+    assert (stats["done"], stats["failed"], stats["not_run"]) == (0, 0, 2) and "could not record" in stats["stopped"]

@@ -59,6 +59,9 @@ def launch(launcher: Any, job_overrides: Sequence[Sequence[str]], initial_job_id
         _plan_and_run(options, address, launcher.task_function, hydra_context, runs, stats, returns, hook, timings)
     except KeyboardInterrupt:
         stats.interrupted = True
+    except SweepAbortedError as error:
+        stats.stopped = stats.stopped or str(error)
+        raise
     finally:
         stats.seconds = time.perf_counter() - tic
         _write_stats(sweep_dir / f"sweep-{initial_job_idx}.json", stats, timings)
@@ -146,7 +149,7 @@ def _connect(options: dict[str, Any], address: str | None) -> bool:
     if address is None:
         local = dict(options.get("local") or {})
         num_cpus = local.pop("num_cpus", None) or _checks.machine_cpus()
-        print(f"starting a local Ray instance ({num_cpus} CPUs)…", flush=True)
+        print(f"starting a local Ray instance ({num_cpus} CPU{'s' if num_cpus != 1 else ''})…", flush=True)
         ray.init(address="local", num_cpus=num_cpus, **{k: v for k, v in local.items() if v is not None}, **extra)
         return True
     print(f"connecting to Ray at {address}…", flush=True)

@@ -1,0 +1,129 @@
+"""Infrastructure trouble ends fast with one message, exits non-zero and runs nothing (issue 9 §5).
+
+Each case is ``sweeps/run.py -m`` in a subprocess from its own folder, on a tiny workload. Before these
+checks the first two hung (killed at 150 s and 120 s), the server case retried for 4 min 15 s.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import re
+import shutil
+import subprocess
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from mlflow.tracking import MlflowClient
+
+from tests.test_sweeps import ENV, free_port, runs, sqlite_uri, sweep, two_node_cluster  # noqa: F401
+
+TINY = ["workload.jobs=20", "seed=1"]
+BOUND = 30.0  # seconds, the issue's limit; every case here needs no Ray, so it is mostly Python start-up
+
+
+def fails_fast(cwd: Path, *overrides: str, message: str, env: dict[str, str] | None = None,
+               bound: float = BOUND) -> str:
+    """Run the sweep; assert it failed within ``bound`` with ``message`` once, no traceback, nothing run.
+    Returns stdout + stderr."""
+    tic = time.monotonic()
+    proc = sweep(cwd, *TINY, *overrides, check=False, timeout=bound + 30, env=env)
+    seconds = time.monotonic() - tic
+    out = proc.stdout + proc.stderr
+    assert proc.returncode != 0, out
+    assert seconds < bound, f"took {seconds:.1f} s:\n{out}"
+    assert out.count(message) == 1, out
+    assert "Traceback" not in proc.stderr and "nothing was run" in out, out
+    assert "starting a local Ray" not in out and not re.search(r"\b[1-9]\d* done", proc.stdout), out
+    return out
+
+
+def test_unreachable_address(tmp_path: Path) -> None:
+    out = fails_fast(tmp_path, "hydra.launcher.address=127.0.0.1:1",
+                     message="cannot reach a Ray cluster at 127.0.0.1:1 (hydra.launcher.address)")
+    assert "ray start --head" in out and "hydra.launcher.address=local" in out
+    assert not (tmp_path / "mlflow.db").exists()  # the store is checked, not created
+
+
+def test_more_cpus_per_run_than_the_machine(tmp_path: Path) -> None:
+    cpus = os.cpu_count() or 1
+    wanted = max(64, cpus + 1)
+    fails_fast(tmp_path, f"hydra.launcher.num_cpus={wanted}",
+               message=f"hydra.launcher.num_cpus={wanted}: each run would reserve {wanted} CPUs but the local Ray "
+                       f"instance has {cpus}, all of this machine's; set hydra.launcher.num_cpus to at most {cpus}")
+
+
+def test_local_instance_larger_than_the_machine(tmp_path: Path) -> None:
+    cpus = os.cpu_count() or 1
+    fails_fast(tmp_path, f"hydra.launcher.local.num_cpus={cpus * 32}",
+               message=f"hydra.launcher.local.num_cpus={cpus * 32}: expected 1 to {cpus} (this machine's CPUs)")
+
+
+def test_auto_address_without_a_cluster(tmp_path: Path) -> None:
+    """No ``RAY_ADDRESS`` and an empty Ray temp folder: other users' Ray processes are not joined."""
+    env = {k: v for k, v in ENV.items() if k != "RAY_ADDRESS"} | {"RAY_TMPDIR": str(tmp_path / "raytmp")}
+    out = fails_fast(tmp_path, "hydra.launcher.address=auto", env=env,
+                     message="hydra.launcher.address=auto: no Ray cluster found")
+    assert str(tmp_path / "raytmp" / "ray" / "ray_current_cluster") in out
+
+
+def test_tracking_server_down(tmp_path: Path) -> None:
+    uri = f"http://127.0.0.1:{free_port()}"  # bound and released: nothing listens there
+    out = fails_fast(tmp_path, "tracking=server", f"tracking.uri={uri}", bound=15,
+                     message=f"the MLflow tracking server {uri} is not reachable")
+    assert "tracking=sqlite" in out and "mlflow server --host 127.0.0.1" in out
+
+
+@contextlib.contextmanager
+def read_only(path: Path) -> Iterator[None]:
+    """``path`` write-protected even for root (``chattr +i`` then, as permissions do not stop root)."""
+    immutable = os.geteuid() == 0
+    if immutable and shutil.which("chattr") is None:
+        pytest.fail("running as root needs chattr to make a file read-only")
+    path.chmod(0o444)
+    if immutable:
+        subprocess.run(["chattr", "+i", str(path)], check=True)
+    try:
+        yield
+    finally:
+        if immutable:
+            subprocess.run(["chattr", "-i", str(path)], check=True)
+        path.chmod(0o644)
+
+
+def test_read_only_store(tmp_path: Path) -> None:
+    MlflowClient(sqlite_uri(tmp_path)).search_experiments()  # a real MLflow store, tables created
+    db = tmp_path / "mlflow.db"
+    before = db.read_bytes()
+    with read_only(db):
+        out = fails_fast(tmp_path, message=f"cannot record to {sqlite_uri(tmp_path)}: {db} is not writable")
+    assert "tracking=none" in out and db.read_bytes() == before
+    assert runs(sqlite_uri(tmp_path), "schedlab-adhoc") == []
+
+
+def test_negative_max_retries(tmp_path: Path) -> None:
+    fails_fast(tmp_path, "hydra.launcher.max_retries=-5",
+               message="hydra.launcher.max_retries=-5: expected an integer >= 0 (or -1: retry forever)")
+
+
+def test_sweep_says_where_it_records_and_that_ray_starts(tmp_path: Path) -> None:
+    """From another folder, the store is named before anything runs (not a silent second store)."""
+    work = tmp_path / "elsewhere"
+    work.mkdir()
+    proc = sweep(work, *TINY, "hydra.launcher.local.num_cpus=1")
+    uri = sqlite_uri(work)
+    first = proc.stdout.splitlines()[0]
+    assert first == f"recording to {uri} — view with: mlflow ui --backend-store-uri {uri}"
+    assert "starting a local Ray instance (1 CPU)…" in proc.stdout
+    assert proc.stdout.index("starting a local Ray") < proc.stdout.index("sweep finished")
+
+
+@pytest.mark.slow
+@pytest.mark.cluster
+def test_cluster_without_a_node_that_big(two_node_cluster: str, tmp_path: Path) -> None:  # noqa: F811
+    """Joining a cluster of 1-CPU nodes with 2 CPUs per run is refused once its nodes are known."""
+    out = fails_fast(tmp_path, f"hydra.launcher.address={two_node_cluster}", "hydra.launcher.num_cpus=2",
+                     message=f"no node of the Ray cluster at {two_node_cluster} has more than 1")
+    assert f"connecting to Ray at {two_node_cluster}…" in out and "sweep stopped" in out and "2 not run" in out
