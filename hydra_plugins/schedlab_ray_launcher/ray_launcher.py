@@ -18,7 +18,7 @@ from omegaconf import DictConfig
 class RayLocalConf:
     """Options for the Ray instance the launcher starts itself (``address: local`` only)."""
 
-    num_cpus: Optional[int] = None  # None: every core of this machine  # noqa: UP045
+    num_cpus: Optional[int] = None  # None: every core of this machine; more is refused  # noqa: UP045
     object_store_memory: Optional[int] = None  # bytes; None: Ray's default  # noqa: UP045
     include_dashboard: bool = False
 
@@ -31,7 +31,9 @@ class RayLauncherConf:
     ``HOST:PORT`` joins a cluster started with ``ray start --head``. Each run reserves
     ``num_cpus``; a run whose worker process dies is retried ``max_retries`` times (exceptions
     raised by the task are not retried: they make a FAILED run). ``hook`` is a ``_target_`` for a
-    driver-side :class:`~hydra_plugins.schedlab_ray_launcher.hooks.SweepHook`.
+    driver-side :class:`~hydra_plugins.schedlab_ray_launcher.hooks.SweepHook`. Values Ray would reject
+    or never satisfy, and an address nothing answers on, are refused before anything starts
+    (:mod:`._checks`).
     """
 
     _target_: str = "hydra_plugins.schedlab_ray_launcher.ray_launcher.RayLauncher"
