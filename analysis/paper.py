@@ -268,8 +268,9 @@ def claims_markdown(lines: pd.DataFrame) -> str:
         return "# Claims\n\nNo table declares claims."
     summary = overall(lines)
     head = ["# Claims of the papers, checked on our runs", "",
-            "Verdicts from paired differences (same seed, same workload) with 95% t CIs; rules in "
-            "analysis/claims.py.", "", "| table | claim | verdict | cells |", "|---|---|---|---|"]
+            "Verdicts from paired differences (same seed, same workload) with 95% t CIs, in the metric's own "
+            "units (P as a fraction, seconds); rules in analysis/claims.py.",
+            "", "| table | claim | verdict | cells |", "|---|---|---|---|"]
     head += [f"| {r.table} | {r.claim} | **{r.verdict}** | {r.cells} |" for r in summary.itertuples()]
     head += ["", "## Every cell", "", "| table | claim | cell | test | a − b (or mean) ± CI | n | verdict |",
              "|---|---|---|---|---:|---:|---|"]
