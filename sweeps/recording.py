@@ -34,6 +34,13 @@ BASIC = "hydra._internal.core_plugins.basic_launcher.BasicLauncher"
 #: launcher ``_target_`` → the ``hydra/launcher=`` choices that select it
 RECORDABLE = {RAY: ("ray", "ray_mlflow"), BASIC: ("basic",)}
 TRACKER = "sweeps.hook.SweepTracker"
+#: in-process jobs (basic launcher, single run) the tracker skips: ``hydra.job.num`` → why
+SKIPPED: dict[int, str] = {}
+
+
+def skipped(job_num: int | None) -> bool:
+    """Whether the tracker decided not to run this in-process job (recorded before, or a duplicate)."""
+    return (job_num or 0) in SKIPPED
 
 
 class UnrecordableLauncherError(CompactHydraException):
@@ -85,7 +92,7 @@ class Recording(Callback):
 
     def __init__(self) -> None:
         self.tracker: Any = None  # a SweepTracker when this process runs the jobs itself
-        self.skips: dict[int, str] = {}
+        self.skips = SKIPPED
         self.started: dict[int, float] = {}
 
     def on_run_start(self, config: DictConfig, **kwargs: Any) -> None:

@@ -73,3 +73,25 @@ def test_zero_replications_is_one_message_before_anything_runs(tmp_path: Path) -
     assert proc.returncode != 0 and "Traceback" not in proc.stderr, proc.stderr
     assert "replications must be a positive integer (seeds per cell), got 0; nothing was run" in proc.stderr
     assert not (tmp_path / "mlflow.db").exists()
+
+
+def test_recorded_in_process_runs_are_not_simulated_again(tmp_path: Path) -> None:
+    """A single run or a basic-launcher job the tracker skips never reaches the simulator."""
+    from tests.test_sweeps import REPO
+
+    strict = ("import runpy, sys; sys.path.insert(0, sys.argv.pop(1)); import sweeps.task as task\n"
+              "def refuse(cfg): raise AssertionError('a recorded run was simulated again')\n"
+              "task.run_one = refuse; sys.argv[0] = sys.argv.pop(1)\n"
+              "runpy.run_path(sys.argv[0], run_name='__main__')\n")
+    assert single(tmp_path, *SYNTH, "seed=3").returncode == 0
+    assert single(tmp_path, *SYNTH, "hydra/launcher=basic", "seed=1,2", multirun=True).returncode == 0
+    for multirun, seeds in ((False, "seed=3"), (True, "seed=1,2,2")):
+        flag = ["-m", "hydra/launcher=basic"] if multirun else []
+        args = [sys.executable, "-c", strict, str(REPO), str(RUN), *flag, "cluster=hpc16", *SYNTH, seeds]
+        proc = subprocess.run(args, cwd=tmp_path, env=ENV, capture_output=True, text=True, timeout=120)
+        assert proc.returncode == 0 and "simulated again" not in proc.stderr, proc.stderr
+        assert "already recorded" in proc.stdout
+    recorded = runs(sqlite_uri(tmp_path))  # the demo sweeps two policies: seeds 1, 2 twice, seed 3 once
+    assert sorted(r.data.params["seed"] for r in recorded) == ["1", "1", "2", "2", "3"]
+    assert {r.info.status for r in recorded} == {"FINISHED"}
+    assert len({r.data.tags["schedlab.run_key"] for r in recorded}) == 5
