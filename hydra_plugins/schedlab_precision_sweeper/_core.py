@@ -113,14 +113,18 @@ class PrecisionSweep:
     def _cells(self, arguments: list[str]) -> dict[str, list[str]]:
         """Cell label → its overrides: the product of the sweep axes (fixed overrides in every cell)."""
         parser = OverridesParser.create(config_loader=self.sweeper.hydra_context.config_loader)
-        overrides = parser.parse_overrides([*(f"{k}={v}" for k, v in self.params.items()), *arguments])
+        params = {k: v for k, v in self.params.items() if k != self.seed_key}
+        if len(params) < len(self.params):  # e.g. an experiment written for the basic sweeper
+            log.info(f"hydra/sweeper=precision: hydra.sweeper.params.{self.seed_key} left out, the seeds are "
+                     f"the replication index (0, 1, 2 … per cell)")
+        overrides = parser.parse_overrides([*(f"{k}={v}" for k, v in params.items()), *arguments])
         axes: dict[str, list[str]] = {}
         for override in overrides:
             key = override.get_key_element()
             if key.lstrip("+~") == self.seed_key:
                 raise PrecisionSweepError(
                     f"hydra/sweeper=precision chooses the seeds (0, 1, 2 … per cell): remove '{override.input_line}' "
-                    f"from the sweep (experiment files: from hydra.sweeper.params)")
+                    f"from the command line")
             if override.is_sweep_override():
                 if not override.is_discrete_sweep():
                     raise PrecisionSweepError(f"hydra/sweeper=precision sweeps lists and ranges, not "

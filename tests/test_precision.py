@@ -1,0 +1,197 @@
+"""The sequential-precision sweeper (``hydra/sweeper=precision``) and its statistics (analysis/precision.py).
+
+The procedure is checked on samples whose mean is known (coverage over many repetitions) and end to
+end on an M/M/c queue, whose mean wait has a closed form (Erlang C). Sweeps run in this process
+through Hydra's own sweep runner (``hydra.test_utils``) and the basic launcher.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+from hydra.core.plugins import Plugins
+from hydra.plugins.sweeper import Sweeper
+from omegaconf import DictConfig
+from scipy import stats
+
+from analysis import AnalysisError
+from analysis import precision as pr
+from hydra_plugins.schedlab_precision_sweeper.precision_sweeper import PrecisionSweeper
+from sim.workloads.synthetic import erlang_c_wait
+from sweeps.hook import task_config
+from sweeps.task import RunOutcome, run_one
+from tests.test_sweeps import RUN, runs, sqlite_uri
+
+MMC = ["workload=mmc", "cluster=hpc16", "cluster.nodes=4", "policy=fcfs", "workload.jobs=1000"]
+WAIT = pr.Target("wait/mean", relative=0.1)
+
+
+# -- the procedure on samples with a known mean ---------------------------------------------------------
+def sequential(rng: np.random.Generator, rule: pr.Rule, draw: Any) -> pr.Verdict:
+    """Run the procedure on one cell whose replications are ``draw(rng)``; return its last verdict."""
+    cell = pr.Cell()
+    while (verdict := pr.judge(cell, rule)).more:
+        for seed in range(cell.tried, cell.tried + verdict.more):
+            cell.results[seed] = {"x": float(draw(rng))}
+    return verdict
+
+
+def test_intervals_cover_the_true_mean_at_about_the_nominal_rate() -> None:
+    """1,000 sequential procedures on Gamma(9) replications (mean 10, CV 1/3, skewed like per-run
+    means) to ±15 %: every one stops within target, and the count of 95 % intervals covering 10
+    lies in a binomial acceptance band. Sequential stopping costs some coverage (Law & Kelton;
+    0.93-0.95 measured on such data), so the band is [the 0.5 % quantile at coverage 0.92, the
+    99.5 % quantile at 0.95]: a procedure with true coverage in [0.92, 0.95] fails with probability
+    ≤ 1 % (and the seed fixes the outcome)."""
+    rule = pr.Rule((pr.Target("x", relative=0.15),), initial=5, batch=5, max_replications=2000)
+    rng = np.random.default_rng(2026)
+    verdicts = [sequential(rng, rule, lambda r: r.gamma(9.0, 10 / 9)) for _ in range(1000)]
+    assert {v.status for v in verdicts} == {pr.MET}
+    assert all(v.metrics[0].half_width <= 0.15 * abs(v.metrics[0].mean) for v in verdicts)
+    covered = sum(abs(v.metrics[0].mean - 10.0) <= v.metrics[0].half_width for v in verdicts)
+    low, high = stats.binom(1000, 0.92).ppf(0.005), stats.binom(1000, 0.95).isf(0.005)
+    assert low <= covered <= high, (low, covered, high)
+
+
+def test_a_settled_cell_gets_no_more_runs_and_a_noisy_one_does() -> None:
+    rule = pr.Rule((WAIT,), initial=3, batch=4, max_replications=20)
+    settled = pr.judge(pr.Cell({s: {"wait/mean": 100.0 + s % 2} for s in range(3)}), rule)
+    noisy = pr.judge(pr.Cell({s: {"wait/mean": 100.0 * (s + 1)} for s in range(3)}), rule)
+    assert (settled.status, settled.more) == (pr.MET, 0)
+    assert (noisy.status, noisy.more) == (pr.RUNNING, 4)
+
+
+def test_a_cell_at_the_cap_is_flagged_never_met() -> None:
+    rule = pr.Rule((WAIT,), initial=3, batch=4, max_replications=5)
+    verdict = pr.judge(pr.Cell({s: {"wait/mean": 100.0 * (s + 1)} for s in range(5)}), rule)
+    assert (verdict.status, verdict.more) == (pr.CAPPED, 0)
+    table = pr.table({"policy=easy": verdict})
+    header, row, note = table.splitlines()
+    assert (header.split()[-1], row.split()[-1]) == ("status", "CAPPED")
+    assert note.startswith("NOT within target: 1 cell(s)")
+
+
+def test_failed_runs_are_counted_and_stop_the_cell() -> None:
+    rule = pr.Rule((WAIT,), initial=3, batch=2, max_replications=50, max_failures=2)
+    once = pr.judge(pr.Cell({0: {"wait/mean": 1.0}}, failed={1}), rule)
+    assert (once.status, once.more, once.failed) == (pr.RUNNING, 2, 1)  # seeds 2, 3 next: 1 is not retried
+    twice = pr.judge(pr.Cell({0: {"wait/mean": 1.0}}, failed={1, 2}), rule)
+    assert (twice.status, twice.more) == (pr.FAILING, 0)
+
+
+def test_a_deterministic_workload_needs_one_run() -> None:
+    rule = pr.Rule((WAIT,))
+    assert pr.judge(pr.Cell(deterministic=True), rule).more == 1
+    done = pr.judge(pr.Cell({0: {"wait/mean": 5.0}}, deterministic=True), rule)
+    assert (done.status, done.more, done.metrics[0].n) == (pr.DETERMINISTIC, 0, 1)
+    assert pr.judge(pr.Cell(failed={0}, deterministic=True), rule).status == pr.FAILING
+
+
+def test_paired_mode_settles_the_difference_with_fewer_runs() -> None:
+    """Common random numbers: both policies share the seed's large effect (sd 50 around means 200
+    and 240), so their difference (40 ± 1.4) is within 5 % long before either mean is; the baseline
+    runs exactly the seeds its comparator needs."""
+    rng = np.random.default_rng(7)
+    seed_effect, noise = rng.normal(0, 50, 400), rng.normal(0, 1, (2, 400))
+    values = {"easy": 200 + seed_effect + noise[0], "cons": 240 + seed_effect + noise[1]}
+    rule = pr.Rule((WAIT,), initial=5, batch=5, max_replications=400)
+
+    def until_done(baseline_of: dict[str, str | None]) -> dict[str, pr.Verdict]:
+        cells = {name: pr.Cell() for name in values}
+        while True:
+            verdicts = pr.judge_paired(cells, baseline_of, rule)
+            if not any(v.more for v in verdicts.values()):
+                return verdicts
+            for name, verdict in verdicts.items():
+                for seed in range(cells[name].tried, cells[name].tried + verdict.more):
+                    cells[name].results[seed] = {"wait/mean": float(values[name][seed])}
+
+    alone = until_done({"easy": None, "cons": None})
+    paired = until_done({"easy": None, "cons": "easy"})
+    assert alone["cons"].status == paired["cons"].status == pr.MET
+    assert (paired["easy"].status, paired["cons"].baseline) == (pr.BASELINE, "easy")
+    assert paired["easy"].tried == paired["cons"].tried == rule.initial < alone["cons"].tried
+
+
+@pytest.mark.parametrize(("kwargs", "message"), [
+    ({"targets": ()}, "name at least one metric"),
+    ({"initial": 1}, "initial must be ≥ 2"),
+    ({"max_replications": 3}, "max_replications (3) must be ≥ initial (5)"),
+    ({"confidence": 95}, "confidence must lie in (0, 1)"),
+])
+def test_bad_rules_are_one_line_errors(kwargs: dict[str, Any], message: str) -> None:
+    with pytest.raises(AnalysisError, match=None) as error:
+        pr.Rule(**{"targets": (WAIT,), **kwargs})
+    assert message in str(error.value) and "\n" not in str(error.value)
+    with pytest.raises(AnalysisError, match="relative_halfwidth and/or absolute_halfwidth"):
+        pr.Target("wait/mean")
+
+
+# -- the sweeper, in this process ----------------------------------------------------------------------
+def test_discovery() -> None:
+    assert PrecisionSweeper.__name__ in [p.__name__ for p in Plugins.instance().discover(Sweeper)]
+
+
+def simulate(cfg: DictConfig) -> RunOutcome:
+    return run_one(task_config(cfg))
+
+
+def precision_sweep(runner: Any, tmp: Path, *overrides: str, task: Any = simulate) -> dict[str, pr.Verdict]:
+    """A precision sweep of the repo's conf on Hydra's basic launcher; its verdicts (precision.json)."""
+    sweep = runner(calling_file=str(RUN), calling_module=None, task_function=task, config_path="../conf",
+                   config_name="config", overrides=["hydra/sweeper=precision", "hydra/launcher=basic", *overrides],
+                   temp_dir=tmp)
+    with sweep:  # the runner deletes its sweep directory on exit
+        return pr.load(tmp / "precision.json")[0]
+
+
+def test_mmc_sweep_stops_within_target_and_covers_erlang_c(hydra_sweep_runner: Any, tmp_path: Path) -> None:
+    """Two loads of an M/M/4 queue to ±10 %: each cell stops on its own within target, and its CI
+    holds the closed-form mean wait up to twice its half-width (a miss that large has probability
+    ≈ 0.3 % per cell for a t interval; the transient of a 1,000-job run from empty biases the mean
+    well inside that: 50.89 s over 40 seeds of 4,000 jobs at ρ = 0.75 against 50.94 s)."""
+    verdicts = precision_sweep(hydra_sweep_runner, tmp_path, *MMC, "tracking=none",
+                               "workload.arrival_rate=0.02,0.03",
+                               "hydra.sweeper.relative_halfwidth=0.1", "hydra.sweeper.max_replications=80")
+    assert set(verdicts) == {"workload.arrival_rate=0.02", "workload.arrival_rate=0.03"}
+    for cell, verdict in verdicts.items():
+        [wait] = verdict.metrics
+        assert verdict.status == pr.MET and wait.half_width <= 0.1 * wait.mean, cell
+        truth = erlang_c_wait(4, float(cell.split("=")[1]), 100.0)
+        assert abs(wait.mean - truth) <= 2 * wait.half_width, (cell, wait, truth)
+        assert verdict.tried == wait.n >= 5
+    assert len({v.tried for v in verdicts.values()}) == 2  # each cell stopped on its own
+
+
+def test_failing_runs_are_recorded_and_stop_their_cell(hydra_sweep_runner: Any, tmp_path: Path,
+                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    """CONSERVATIVE fails at every seed, EASY at seed 2: the sweep ends, each failure is a FAILED
+    MLflow run, CONSERVATIVE stops after max_failures runs, EASY carries on past seed 2."""
+    def flaky(cfg: DictConfig) -> RunOutcome:
+        if cfg.policy.name == "conservative" or cfg.seed == 2:
+            raise RuntimeError(f"injected failure at seed {cfg.seed}")
+        return simulate(cfg)
+
+    monkeypatch.chdir(tmp_path)
+    verdicts = precision_sweep(hydra_sweep_runner, tmp_path / "multirun", *MMC, "experiment_name=flaky",
+                               "policy=easy,conservative", "hydra.sweeper.initial=3",
+                               "hydra.sweeper.batch=2", "hydra.sweeper.max_failures=3",
+                               "hydra.sweeper.relative_halfwidth=0.5", task=flaky)
+    assert (verdicts["policy=conservative"].status, verdicts["policy=conservative"].tried) == (pr.FAILING, 3)
+    easy = verdicts["policy=easy"]
+    assert easy.failed == 1 and easy.status == pr.MET and easy.metrics[0].n == easy.tried - 1 >= 3
+    status = Counter((r.data.params["policy.name"], r.info.status) for r in runs(sqlite_uri(tmp_path), "flaky"))
+    assert status == {("conservative", "FAILED"): 3, ("easy", "FAILED"): 1, ("easy", "FINISHED"): easy.tried - 1}
+
+
+def test_seed_axis_and_unknown_metric_are_refused(hydra_sweep_runner: Any, tmp_path: Path) -> None:
+    with pytest.raises(Exception, match="chooses the seeds") as error:
+        precision_sweep(hydra_sweep_runner, tmp_path, *MMC, "tracking=none", "seed=0,1")
+    assert "remove 'seed=0,1'" in str(error.value)
+    with pytest.raises(Exception, match="'wait/avg' is not a metric of run") as error:
+        precision_sweep(hydra_sweep_runner, tmp_path, *MMC, "tracking=none", "hydra.sweeper.metrics=[wait/avg]")
+    assert "wait/mean" in str(error.value)
