@@ -250,7 +250,8 @@ def write(results: list[TableResult], out: Path, figures: bool = True) -> list[P
         n = int(result.summary["n"].max()) if len(result.summary) else 0
         index.append(f"- [{result.table.title}]({tid}.md) — n = {n or NOT_RUN}, "
                      f"{len(result.table.published)} published values")
-        if figures and result.rows and len(frame) > 1:
+        numeric = all(_sort_key(v)[0] == 0 for v in result.summary.get(result.table.rows or "", []))
+        if figures and result.rows and len(frame) > 1 and numeric:  # categorical rows (workload.type): no figure
             from analysis.paper_figures import draw  # matplotlib only when drawing
 
             draw(result, out / "figures" / f"{tid}.png")
