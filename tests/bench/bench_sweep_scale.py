@@ -1,0 +1,127 @@
+"""Sweep scale (issue 14): N tiny runs (``policy=easy seed=range(0,N) workload.jobs=20``, ~1 ms of
+simulation each), with the Ray launcher and with Hydra's basic launcher as the baseline.
+
+Per launcher and N: wall of the sweep, wall of a rerun with nothing to do (resume), marginal ms per
+run (the slope of wall between the smallest and largest N), the driver's peak RSS (``VmHWM`` of the
+``sweeps/run.py`` process, polled), time from the command to the first run's MLflow start time, and
+how many cores one driver keeps busy with 1-s runs (1 s / marginal driver cost). Each sweep is a
+fresh process in its own directory with its own SQLite store. Writes ``sweep_scale.json`` and
+``sweep_scale.md``.
+
+    python tests/bench/bench_sweep_scale.py --out bench-results [--sizes 100 2000] [--huge] [--no-basic]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[2]
+RUN = REPO / "sweeps" / "run.py"
+ENV = {**os.environ, "RAY_AUTH_MODE": "disabled", "RAY_USAGE_STATS_ENABLED": "0"}
+LAUNCHERS = {"ray": [], "basic": ["hydra/launcher=basic"]}
+
+
+@dataclass
+class Sweep:
+    """One measured sweep command."""
+
+    wall: float
+    peak_rss_mb: float
+    first_start: float | None  # seconds from the command to the first run's start (None: nothing ran)
+
+
+def peak_rss_mb(pid: int) -> float:
+    """The process's peak resident set (``VmHWM``), MB; 0 once it has gone."""
+    try:
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) / 1024
+    except OSError:
+        pass
+    return 0.0
+
+
+def run_sweep(cwd: Path, n: int, launcher: str) -> Sweep:
+    """Run the sweep in ``cwd``; its wall, the driver's peak RSS and when the first run started."""
+    cmd = [sys.executable, str(RUN), "-m", "policy=easy", f"seed=range(0,{n})", "workload.jobs=20",
+           *LAUNCHERS[launcher]]
+    started_at, tic = time.time(), time.perf_counter()
+    proc = subprocess.Popen(cmd, cwd=cwd, env=ENV, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    peak = [0.0]
+
+    def poll() -> None:
+        while proc.poll() is None:
+            peak[0] = max(peak[0], peak_rss_mb(proc.pid))
+            time.sleep(0.1)
+
+    watcher = threading.Thread(target=poll, daemon=True)
+    watcher.start()
+    out, err = proc.communicate()
+    wall = time.perf_counter() - tic
+    watcher.join()
+    if proc.returncode != 0:
+        raise SystemExit(f"sweep failed: {' '.join(cmd)}\n{out[-2000:]}\n{err[-3000:]}")
+    return Sweep(wall=wall, peak_rss_mb=peak[0], first_start=first_start(cwd, n, started_at))
+
+
+def first_start(cwd: Path, n: int, since: float) -> float | None:
+    """Seconds from ``since`` to the earliest run start recorded after it; checks all ``n`` runs exist."""
+    from mlflow.tracking import MlflowClient
+
+    client = MlflowClient(f"sqlite:///{cwd}/mlflow.db")
+    exp = client.get_experiment_by_name("schedlab-adhoc")
+    found = client.search_runs([exp.experiment_id], max_results=50_000)
+    assert len(found) == n and all(r.info.status == "FINISHED" for r in found), f"{len(found)} of {n} runs"
+    starts = [r.info.start_time / 1000 for r in found if r.info.start_time / 1000 >= since]
+    return min(starts) - since if starts else None
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--out", type=Path, default=Path("bench-results"))
+    parser.add_argument("--sizes", type=int, nargs="+", default=[100, 2000])
+    parser.add_argument("--huge", action="store_true", help="also N = 10,000 (tens of minutes)")
+    parser.add_argument("--no-basic", action="store_true", help="skip Hydra's basic launcher")
+    args = parser.parse_args()
+    sizes = sorted(set(args.sizes) | ({10_000} if args.huge else set()))
+    args.out.mkdir(parents=True, exist_ok=True)
+    results: dict[str, dict[int, dict]] = {}
+    with tempfile.TemporaryDirectory(prefix="bench-scale-") as tmp:
+        for launcher in [k for k in LAUNCHERS if not (args.no_basic and k == "basic")]:
+            for n in sizes:
+                cwd = Path(tmp) / f"{launcher}-{n}"
+                cwd.mkdir()
+                print(f"{launcher} N={n} …", flush=True)
+                sweep = run_sweep(cwd, n, launcher)
+                resume = run_sweep(cwd, n, launcher)
+                results.setdefault(launcher, {})[n] = {"sweep": asdict(sweep), "resume_wall": resume.wall}
+    lines = [f"# Sweep scale: tiny runs, {os.cpu_count()} cores", "",
+             "| launcher | N | wall s | resume s | driver peak RSS MB | first run s | marginal ms/run | cores/driver |",
+             "|---|---|---|---|---|---|---|---|"]
+    for launcher, by_n in results.items():
+        lo, hi = min(by_n), max(by_n)
+        marginal = ((by_n[hi]["sweep"]["wall"] - by_n[lo]["sweep"]["wall"]) / (hi - lo)) if hi > lo else None
+        for n, r in by_n.items():
+            r["marginal_ms"] = round(1000 * marginal, 1) if marginal else None
+            r["cores_per_driver"] = round(1 / marginal) if marginal else None
+            s = r["sweep"]
+            lines.append(f"| {launcher} | {n} | {s['wall']:.1f} | {r['resume_wall']:.1f} | {s['peak_rss_mb']:.0f} | "
+                         f"{s['first_start'] if s['first_start'] is None else round(s['first_start'], 1)} | "
+                         f"{r['marginal_ms']} | {r['cores_per_driver']} |")
+    lines += ["", "marginal: (wall at largest N − wall at smallest N) / ΔN; cores/driver: 1 s / marginal"]
+    (args.out / "sweep_scale.json").write_text(json.dumps(results, indent=1))
+    (args.out / "sweep_scale.md").write_text("\n".join(lines) + "\n")
+    print("\n".join(lines))
+
+
+if __name__ == "__main__":
+    main()
