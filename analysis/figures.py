@@ -148,7 +148,7 @@ def plot_wait_ecdf(waits: pd.DataFrame, hue: str, out: Path, stem: str, facet: s
     """ECDF of per-job waits (column ``wait``, seconds), one curve per ``hue`` level.
 
     ``waits`` pools the jobs of every replication of a cell; ``facet`` splits into panels, each
-    with its own wait axis (traces differ by orders of magnitude) titled by the level alone.
+    with its own wait axis (traces differ by orders of magnitude) titled ``factor = level``.
     """
     data = _shorten(waits.dropna(subset=["wait"]).reset_index(drop=True), hue, facet)
     with _style():
@@ -158,7 +158,7 @@ def plot_wait_ecdf(waits: pd.DataFrame, hue: str, out: Path, stem: str, facet: s
         grid.set_axis_labels("wait (s)", "proportion of jobs")
         grid.set(ylim=(0, 1.02))
         if facet:
-            grid.set_titles("{col_name}")
+            grid.set_titles("{col_var} = {col_name}")
         for ax in grid.axes.flat:
             _seconds_axis(ax.xaxis)
             ax.tick_params(axis="x", labelrotation=20)

@@ -137,12 +137,12 @@ def test_times_keep_the_tables_unit_and_paths_their_short_names(drawn: list, tmp
     assert [t.get_text() for t in ax.get_xticklabels()] == ["KTH-SP2-1996-2.1-cln", "NASA-iPSC-1993-3.1-cln"]
 
 
-def test_wait_ecdf_panels_have_their_own_axis_and_short_titles(drawn: list, tmp_path: Path) -> None:
+def test_wait_ecdf_panels_have_their_own_axis_and_factor_titles(drawn: list, tmp_path: Path) -> None:
     short = list_schedule([(float(i), 1, 1.0) for i in range(20)], 8).assign(trace="a/short.swf")
     long = list_schedule([(0.0, 8, 5000.0)] * 5, 8).assign(trace="a/long.swf")
     plot_wait_ecdf(pd.concat([short, long]).assign(policy="easy"), "policy", tmp_path, "e", facet="trace")
     axes = drawn[0].axes
-    assert sorted(ax.get_title() for ax in axes) == ["long", "short"]
+    assert sorted(ax.get_title() for ax in axes) == ["trace = long", "trace = short"]
     assert len({ax.get_xlim() for ax in axes}) == 2 and all(ax.get_xlabel() in ("wait (s)", "") for ax in axes)
 
 
