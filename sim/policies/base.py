@@ -29,6 +29,50 @@ class EngineView:
     workflows: dict[int, Workflow] = field(default_factory=dict)
 
 
+@dataclass(slots=True)
+class WorkflowArrivals:
+    """Workflow bookkeeping shared by the workflow planners (rmdcwf, mrcp): the engine submits
+    tasks one by one; a planner plans whole workflows. The first task of a workflow to arrive puts
+    the workflow in ``arrived`` (to plan at the next pass); ``left`` counts its unfinished tasks."""
+
+    policy: str
+    arrived: dict[int, Workflow] = field(default_factory=dict)
+    left: dict[int, int] = field(default_factory=dict)  # workflow id → tasks not yet completed
+
+    def submit(self, view: EngineView | None, job: Job) -> None:
+        """A task arrived: its workflow joins ``arrived`` the first time one of its tasks does."""
+        assert view is not None, "attach() first"
+        wf = view.workflows.get(job.workflow)
+        if wf is None:
+            raise ValueError(f"{self.policy}: job {job.id} belongs to no workflow of this workload")
+        if wf.id not in self.left:
+            self.arrived[wf.id] = wf
+            self.left[wf.id] = len(wf.tasks)
+
+    def complete(self, job: Job) -> bool:
+        """A task ended; True when it was its workflow's last."""
+        self.left[job.workflow] -= 1
+        if self.left[job.workflow]:
+            return False
+        del self.left[job.workflow]
+        return True
+
+    def take(self) -> list[Workflow]:
+        """The workflows that arrived since the last call, in (arrival, id) order, to plan now."""
+        out = sorted(self.arrived.values(), key=lambda w: (w.arrival, w.id))
+        self.arrived.clear()
+        return out
+
+
+def slotted_shape(cluster: Cluster, policy: str) -> tuple[int, int]:
+    """``(m, c_r)`` of a slotted cluster (m identical resources with c_r slots each), else a ValueError."""
+    caps = sorted(set(cluster.machines))
+    if len(cluster.resources) != 1 or len(caps) != 1 or not float(caps[0][0]).is_integer():
+        raise ValueError(f"{policy} needs a slotted cluster (m identical resources with c_r slots each, "
+                         f"Cluster.slotted), got resources {cluster.resources} and capacities {caps}")
+    return len(cluster.machines), int(caps[0][0])
+
+
 #: what the job-queue policies (backfilling, fair share) schedule
 JOB_KINDS = frozenset({"hpc", "multires"})
 

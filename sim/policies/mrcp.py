@@ -34,7 +34,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal, get_args
 
 from sim.core import InputError, Job, PolicyStats, Start, Workflow
-from sim.policies.base import EngineView
+from sim.policies.base import EngineView, WorkflowArrivals, slotted_shape
 from sim.workflows.budget import mapping_order
 from sim.workflows.calendar import Calendar
 from sim.workflows.dag import topological_order
@@ -103,9 +103,8 @@ class MrcpPolicy:
         self.solves: list[Solve] = []
         self._view: EngineView | None = None
         self._m = self._c = 0
-        self._arrived: dict[int, Workflow] = {}
+        self._book = WorkflowArrivals(self.name)
         self._jobs: dict[int, Workflow] = {}  # arrived, not finished
-        self._left: dict[int, int] = {}
         self._plan: Plan = {}
         self._running: dict[int, tuple[int, float]] = {}  # task id → (resource, end)
         self._done_by: dict[int, float] = {}  # workflow id → latest end of its started tasks
@@ -117,34 +116,22 @@ class MrcpPolicy:
         self._wall_hits = 0
 
     def attach(self, view: EngineView) -> None:
-        caps = sorted(set(view.cluster.machines))
-        if len(view.cluster.resources) != 1 or len(caps) != 1 or not float(caps[0][0]).is_integer():
-            raise ValueError(f"mrcp needs a slotted cluster (m identical resources with c_r slots each, "
-                             f"Cluster.slotted), got resources {view.cluster.resources} and capacities {caps}")
         self._view = view
-        self._m, self._c = len(view.cluster.machines), int(caps[0][0])
+        self._m, self._c = slotted_shape(view.cluster, self.name)
 
     def submit(self, job: Job, now: float) -> None:
-        assert self._view is not None, "attach() first"
-        wf = self._view.workflows.get(job.workflow)
-        if wf is None:
-            raise ValueError(f"mrcp: job {job.id} belongs to no workflow of this workload")
-        if wf.id not in self._left:
-            self._arrived[wf.id] = wf
-            self._left[wf.id] = len(wf.tasks)
+        self._book.submit(self._view, job)
 
     def complete(self, job: Job, now: float) -> None:
         self._running.pop(job.id, None)
-        self._left[job.workflow] -= 1
-        if not self._left[job.workflow]:
-            del self._left[job.workflow]
+        if self._book.complete(job):
             wf = self._jobs.pop(job.workflow)
             self._done_by.pop(wf.id, None)
             for task in wf.tasks:
                 del self._rank[task.id], self._tasks[task.id]
 
     def schedule(self, now: float) -> Sequence[Start]:
-        for wf in sorted(self._arrived.values(), key=lambda w: (w.arrival, w.id)):
+        for wf in self._book.take():
             began = time.perf_counter()
             self._jobs[wf.id] = wf
             local = {task.id: i for i, task in enumerate(wf.tasks)}
@@ -153,7 +140,6 @@ class MrcpPolicy:
             self._tasks.update((task.id, task) for task in wf.tasks)
             self._replan(wf, now)
             self._seconds[wf.id] = time.perf_counter() - began
-        self._arrived.clear()
         return self._take_due(now)
 
     def next_wakeup(self, now: float) -> float | None:

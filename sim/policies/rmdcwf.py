@@ -16,8 +16,8 @@ import time
 from collections.abc import Sequence
 from typing import get_args
 
-from sim.core import InputError, Job, PolicyStats, Start, Workflow
-from sim.policies.base import EngineView
+from sim.core import InputError, Job, PolicyStats, Start
+from sim.policies.base import EngineView, WorkflowArrivals, slotted_shape
 from sim.workflows.planner import (
     LaxityDistribution,
     LaxityKind,
@@ -42,47 +42,31 @@ class WorkflowPlanner:
         self.config = config
         self._view: EngineView | None = None
         self._planner: Planner | None = None
-        self._arrived: dict[int, Workflow] = {}
-        self._left: dict[int, int] = {}  # workflow id → tasks not yet completed
+        self._book = WorkflowArrivals(name)
         self._seconds: dict[int, float] = {}
         self._sub_deadline: dict[int, float] = {}
 
     def attach(self, view: EngineView) -> None:
-        cluster = view.cluster
-        caps = sorted(set(cluster.machines))
-        if len(cluster.resources) != 1 or len(caps) != 1 or not float(caps[0][0]).is_integer():
-            raise ValueError(f"{self.name} needs a slotted cluster (m identical resources with c_r slots each, "
-                             f"Cluster.slotted), got resources {cluster.resources} and capacities {caps}")
         self._view = view
-        self._planner = Planner(len(cluster.machines), int(cluster.machines[0][0]), self.config)
+        self._planner = Planner(*slotted_shape(view.cluster, self.name), self.config)
 
     def submit(self, job: Job, now: float) -> None:
-        assert self._view is not None, "attach() first"
-        wf = self._view.workflows.get(job.workflow)
-        if wf is None:
-            raise ValueError(f"{self.name}: job {job.id} belongs to no workflow of this workload")
-        if wf.id not in self._left:
-            self._arrived[wf.id] = wf
-            self._left[wf.id] = len(wf.tasks)
+        self._book.submit(self._view, job)
 
     def complete(self, job: Job, now: float) -> None:
         assert self._planner is not None
-        self._left[job.workflow] -= 1
-        if not self._left[job.workflow]:
-            del self._left[job.workflow]
+        if self._book.complete(job):
             self._planner.finished(job.workflow)
 
     def schedule(self, now: float) -> Sequence[Start]:
         planner = self._planner
         assert planner is not None, "attach() first"
-        if self._arrived:
-            for wf in sorted(self._arrived.values(), key=lambda w: (w.arrival, w.id)):
-                began = time.perf_counter()
-                plan = planner.map_job(wf, now)
-                self._seconds[wf.id] = time.perf_counter() - began
-                if plan.sub_deadline is not None:
-                    self._sub_deadline.update(zip(plan.keys, plan.sub_deadline, strict=True))
-            self._arrived.clear()
+        for wf in self._book.take():
+            began = time.perf_counter()
+            plan = planner.map_job(wf, now)
+            self._seconds[wf.id] = time.perf_counter() - began
+            if plan.sub_deadline is not None:
+                self._sub_deadline.update(zip(plan.keys, plan.sub_deadline, strict=True))
         return [Start(task, max(resource, 0)) for task, resource in planner.take_due(now)]
 
     def next_wakeup(self, now: float) -> float | None:
