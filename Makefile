@@ -39,12 +39,13 @@ paper: $(STAMP) ## every paper_*.yaml swept (resumes; RAY_ADDRESS=… a cluster)
 	$(PY) sweeps/paper.py $(PAPER_ARGS)
 	$(PY) analysis/paper.py --out $(PAPER_OUT) $(PAPER_ARGS)
 
-bench: $(STAMP) ## benchmarks: simulator, DRF, RM-DCWF, MRCP-RM and sweep speed (JSON + Markdown tables in $(BENCH_OUT)/)
+bench: $(STAMP) ## benchmarks: simulator, DRF, RM-DCWF, MRCP-RM, sweep speed and make paper on 1 vs 2 Ray nodes (JSON + Markdown tables in $(BENCH_OUT)/)
 	$(PY) tests/bench/bench_sim.py --out $(BENCH_OUT)
 	$(PY) tests/bench/bench_drf.py --out $(BENCH_OUT)
 	$(PY) tests/bench/bench_sweep.py --out $(BENCH_OUT)
 	$(PY) tests/bench/bench_workflows.py --out $(BENCH_OUT)
 	$(PY) tests/bench/bench_mrcp.py --out $(BENCH_OUT)
+	$(PY) tests/bench/bench_paper_cluster.py --out $(BENCH_OUT)
 
 lint: $(STAMP) ## ruff over the whole tree
 	$(PY) -m ruff check .
