@@ -4,6 +4,8 @@ Usage::
 
     python analysis/paper.py                          # every conf/experiment/paper_*.yaml → docs/paper/
     python analysis/paper.py --only 'paper_ligo_*' workload.jobs=300 --out /tmp/quick   # a quick look's runs
+    python analysis/paper.py --tracking-uri sqlite:////tmp/a/mlflow.db --tracking-uri sqlite:////tmp/b/mlflow.db
+                                                      # each experiment's runs from both stores
 
 For each ``paper_<id>.yaml`` (its ``paper:`` block, see :mod:`analysis.paper_spec`) it reads the
 runs of its ``experiment_name``, keeps the ones that belong to the table (below), and writes
@@ -33,7 +35,7 @@ from analysis import AnalysisError
 from analysis.claims import evaluate, overall
 from analysis.formatting import caption, format_pm, metric_unit, significant, to_latex, to_markdown
 from analysis.paper_spec import PaperTable, level_key, load_tables
-from analysis.runs import SEED_KEY, RunSet, default_tracking_uri, load_runs, non_semantic
+from analysis.runs import RUN_KEY_TAG, SEED_KEY, RunSet, default_tracking_uri, load_runs, non_semantic
 from analysis.stats import COLUMN, aggregate, level_text
 from analysis.summary import code_notes
 
@@ -154,12 +156,47 @@ def table_design(runs: RunSet, table: PaperTable, seed_key: str = SEED_KEY,
     return design.assign(config=labels), notes
 
 
-def analyse_table(table: PaperTable, tracking_uri: str, pool_code: bool = False,
+def read_runs(experiment: str, tracking_uris: list[str]) -> RunSet:
+    """The runs of ``experiment`` from every store that has it, concatenated (a store without the
+    experiment, or without runs of it, adds none). A run key in two stores is refused: the same run
+    counted twice would shrink the CIs, and which copy to keep is the user's call."""
+    found: list[RunSet] = []
+    missing: list[str] = []
+    for uri in tracking_uris:
+        try:
+            found.append(load_runs(experiment, uri))
+        except AnalysisError as exc:
+            if not any(text in str(exc) for text in ("unknown experiment", "no runs yet", "no MLflow store")):
+                raise
+            missing.append(str(exc))
+    if not found:
+        raise AnalysisError("; ".join(missing))
+    if len(found) == 1:
+        return found[0]
+    owner: dict[str, str] = {}
+    for runs in found:
+        keys = runs.tags[RUN_KEY_TAG].dropna() if RUN_KEY_TAG in runs.tags else pd.Series(dtype=str)
+        for key in keys:
+            if key in owner:
+                raise AnalysisError(f"run key {key} of experiment {experiment!r} is in two stores ({owner[key]} and "
+                                    f"{runs.tracking_uri}); give each run one store")
+            owner[key] = runs.tracking_uri
+    dropped: dict[str, int] = {}
+    for runs in found:
+        for reason, n in runs.dropped.items():
+            dropped[reason] = dropped.get(reason, 0) + n
+    return RunSet(experiment, " + ".join(r.tracking_uri for r in found),
+                  *(pd.concat([getattr(r, part) for r in found]) for part in ("params", "metrics", "tags", "failed")),
+                  dropped=dropped)
+
+
+def analyse_table(table: PaperTable, tracking_uris: list[str], pool_code: bool = False,
                   filters: dict[str, str] | None = None) -> TableResult:
-    """Our numbers for one table (an empty summary when its experiment has no runs yet)."""
+    """Our numbers for one table from every store in ``tracking_uris`` (:func:`read_runs`; an empty
+    summary when no store has runs of its experiment yet)."""
     rows = [table.rows] if table.rows else []
     try:
-        runs = load_runs(table.experiment, tracking_uri)
+        runs = read_runs(table.experiment, tracking_uris)
     except AnalysisError as exc:
         if "unknown experiment" not in str(exc) and "no runs yet" not in str(exc) and "no MLflow store" not in str(exc):
             raise
@@ -296,8 +333,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--conf-dir", type=Path, default=Path("conf/experiment"), help="where paper_*.yaml are")
     p.add_argument("--published", type=Path, default=Path("docs/paper/published"), help="published values (<id>.csv)")
     p.add_argument("--out", type=Path, default=Path("docs/paper"), help="output folder (default: %(default)s)")
-    p.add_argument("--tracking-uri", default=None,
-                   help="MLflow store (default: a tracking.uri= override, else sqlite:///<cwd>/mlflow.db)")
+    p.add_argument("--tracking-uri", action="append", default=[], metavar="URI",
+                   help="MLflow store; repeat to read each experiment's runs from several stores (a run key in two "
+                        "is refused; default: a tracking.uri= override, else sqlite:///<cwd>/mlflow.db)")
     p.add_argument("--only", action="append", default=[], metavar="GLOB",
                    help="experiment file pattern as for sweeps/paper.py, e.g. 'paper_ligo_*' (default: all)")
     p.add_argument("--pool-code", action="store_true", help="pool a cell's runs across simulator-code fingerprints")
@@ -311,9 +349,9 @@ def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
         tables = load_tables(args.conf_dir, args.published, args.only or None)
-        uri = args.tracking_uri or _override(args.overrides, "tracking.uri") or default_tracking_uri()
+        uris = args.tracking_uri or [_override(args.overrides, "tracking.uri") or default_tracking_uri()]
         filters = run_filters(args.overrides)
-        results = [analyse_table(t, uri, args.pool_code, filters) for t in tables]
+        results = [analyse_table(t, uris, args.pool_code, filters) for t in tables]
         write(results, args.out, figures=not args.no_figures)
     except AnalysisError as exc:
         print(f"paper.py: error: {exc}", file=sys.stderr)

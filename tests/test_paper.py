@@ -6,6 +6,7 @@ the store flips a verdict)."""
 from __future__ import annotations
 
 import csv
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -148,3 +149,40 @@ def test_bad_published_file_is_one_line(tmp_path: Path) -> None:
     bad.write_text("row,config,metric,mean,halfwidth,source\n40,pd,wait/mean,1,,seed\n")
     with pytest.raises(AnalysisError, match=r"x.csv:2: metric 'wait/mean' is not one of the table's"):
         read_published(bad, METRICS)
+
+
+def test_runs_from_two_stores_are_concatenated(paper: Path, tmp_path: Path) -> None:
+    """Seed 0 in one store and seed 1 in another give the same tables as both seeds in one store."""
+    whole, halves = tmp_path / "whole.db", {seed: tmp_path / f"seed{seed}.db" for seed in (0, 1)}
+    for path in (whole, *halves.values()):
+        shutil.copy(paper / "mlflow.db", path)
+    for seed, path in halves.items():  # each half keeps one seed: the other's runs are deleted
+        client = MlflowClient(f"sqlite:///{path}")
+        exp = client.get_experiment_by_name(EXPERIMENT)
+        for run in client.search_runs([exp.experiment_id], f"params.seed = '{1 - seed}'"):
+            client.delete_run(run.info.run_id)
+
+    def tables(out: Path, *stores: Path) -> int:
+        return main(["--conf-dir", str(paper / "conf" / "experiment"), "--published", str(paper / "published"),
+                     "--out", str(out), "--no-figures", *(a for s in stores for a in ("--tracking-uri", f"sqlite:///{s}"))])
+
+    assert tables(tmp_path / "one", whole) == 0
+    assert tables(tmp_path / "two", *halves.values()) == 0
+    for tid in TABLES:
+        assert (tmp_path / "two" / f"{tid}.csv").read_text() == (tmp_path / "one" / f"{tid}.csv").read_text()
+        assert "(n=2)" in (tmp_path / "two" / f"{tid}.md").read_text()
+    assert tables(tmp_path / "half", halves[0]) == 0  # one store alone: one seed per cell
+    _, body = markdown_table(tmp_path / "half" / "t_lambda.md")
+    assert all("(n=1)" in cell for r in body for cell in r[1:])
+
+
+def test_a_run_key_in_two_stores_is_refused(paper: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    copy = tmp_path / "copy.db"
+    shutil.copy(paper / "mlflow.db", copy)
+    status = main(["--conf-dir", str(paper / "conf" / "experiment"), "--published", str(paper / "published"),
+                   "--out", str(tmp_path / "out"), "--no-figures", "--tracking-uri", f"sqlite:///{paper}/mlflow.db",
+                   "--tracking-uri", f"sqlite:///{copy}"])
+    err = capsys.readouterr().err
+    assert status == 2
+    assert err.startswith("paper.py: error: run key ") and "is in two stores" in err and str(copy) in err
+    assert len(err.strip().splitlines()) == 1
