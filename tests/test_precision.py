@@ -2,11 +2,16 @@
 
 The procedure is checked on samples whose mean is known (coverage over many repetitions) and end to
 end on an M/M/c queue, whose mean wait has a closed form (Erlang C). Sweeps run in this process
-through Hydra's own sweep runner (``hydra.test_utils``) and the basic launcher.
+through Hydra's own sweep runner (``hydra.test_utils``) and the basic launcher; a killed driver's
+resume and the Ray launcher run ``sweeps/run.py -m`` in a subprocess.
 """
 
 from __future__ import annotations
 
+import sqlite3
+import subprocess
+import sys
+import time
 from collections import Counter
 from pathlib import Path
 from typing import Any
@@ -24,10 +29,17 @@ from hydra_plugins.schedlab_precision_sweeper.precision_sweeper import Precision
 from sim.workloads.synthetic import erlang_c_wait
 from sweeps.hook import task_config
 from sweeps.task import RunOutcome, run_one
-from tests.test_sweeps import RUN, runs, sqlite_uri
+from tests.test_sweeps import ENV, RUN, kill_tree, runs, sqlite_uri
 
 MMC = ["workload=mmc", "cluster=hpc16", "cluster.nodes=4", "policy=fcfs", "workload.jobs=1000"]
 WAIT = pr.Target("wait/mean", relative=0.1)
+#: two M/M/4 loads to ±5 % on turnaround/mean from 3 seeds, 3 more a round: ρ = 0.25 is met at 3
+#: seeds (±2 % measured), ρ = 0.875 is not before 30 (±10 % at 30), so it runs to the cap
+TWO_LOADS = ["hydra/sweeper=precision", *MMC[:-1], "workload.jobs=300", "workload.arrival_rate=0.01,0.035",
+             "experiment_name=precision-two-loads", "hydra.sweep.dir=multirun",
+             "hydra.sweeper.metrics=[turnaround/mean]", "hydra.sweeper.relative_halfwidth=0.05",
+             "hydra.sweeper.initial=3", "hydra.sweeper.batch=3"]
+LOW, HIGH = "workload.arrival_rate=0.01", "workload.arrival_rate=0.035"
 
 
 # -- the procedure on samples with a known mean ---------------------------------------------------------
@@ -187,6 +199,15 @@ def test_failing_runs_are_recorded_and_stop_their_cell(hydra_sweep_runner: Any, 
     status = Counter((r.data.params["policy.name"], r.info.status) for r in runs(sqlite_uri(tmp_path), "flaky"))
     assert status == {("conservative", "FAILED"): 3, ("easy", "FAILED"): 1, ("easy", "FINISHED"): easy.tried - 1}
 
+    # the same sweep again: finished runs are skipped and read back from MLflow, failed ones retried
+    again = precision_sweep(hydra_sweep_runner, tmp_path / "multirun", *MMC, "experiment_name=flaky",
+                            "policy=easy,conservative", "hydra.sweeper.initial=3",
+                            "hydra.sweeper.batch=2", "hydra.sweeper.max_failures=3",
+                            "hydra.sweeper.relative_halfwidth=0.5", task=flaky)
+    assert again == verdicts
+    status = Counter((r.data.params["policy.name"], r.info.status) for r in runs(sqlite_uri(tmp_path), "flaky"))
+    assert status == {("conservative", "FAILED"): 6, ("easy", "FAILED"): 2, ("easy", "FINISHED"): easy.tried - 1}
+
 
 def test_seed_axis_and_unknown_metric_are_refused(hydra_sweep_runner: Any, tmp_path: Path) -> None:
     with pytest.raises(Exception, match="chooses the seeds") as error:
@@ -195,3 +216,71 @@ def test_seed_axis_and_unknown_metric_are_refused(hydra_sweep_runner: Any, tmp_p
     with pytest.raises(Exception, match="'wait/avg' is not a metric of run") as error:
         precision_sweep(hydra_sweep_runner, tmp_path, *MMC, "tracking=none", "hydra.sweeper.metrics=[wait/avg]")
     assert "wait/mean" in str(error.value)
+
+
+# -- the sweeper, through sweeps/run.py in a subprocess ---------------------------------------------------
+def run_sweep(cwd: Path, *overrides: str, timeout: float = 240) -> subprocess.CompletedProcess:
+    """``python sweeps/run.py -m TWO_LOADS… overrides…`` in ``cwd``; fails the test on a non-zero exit."""
+    proc = subprocess.run([sys.executable, str(RUN), "-m", *TWO_LOADS, *overrides], cwd=cwd, env=ENV,
+                          capture_output=True, text=True, timeout=timeout)
+    assert proc.returncode == 0, f"sweep failed ({proc.returncode}):\n{proc.stdout}\n{proc.stderr[-4000:]}"
+    return proc
+
+
+def finished_in(db: Path) -> int:
+    """FINISHED runs in an MLflow SQLite store another process is writing (0 before it has tables)."""
+    try:
+        with sqlite3.connect(f"file:{db}?mode=ro", uri=True, timeout=1) as con:
+            return int(con.execute("SELECT COUNT(*) FROM runs WHERE status = 'FINISHED'").fetchone()[0])
+    except sqlite3.Error:
+        return 0
+
+
+@pytest.mark.slow
+def test_killed_driver_resumes_without_duplicates_to_the_clean_table(tmp_path: Path) -> None:
+    """SIGKILL the driver of a 12-run precision sweep (basic launcher) once 4 runs are recorded; the
+    same command again finishes, each (cell, seed) has one FINISHED run, and the table is that of
+    an uninterrupted sweep. Slow: a new MLflow SQLite store takes ~10 s to create here."""
+    killed, clean = tmp_path / "killed", tmp_path / "clean"
+    killed.mkdir(), clean.mkdir()
+    cap = ["hydra/launcher=basic", "hydra.sweeper.max_replications=9"]
+    driver = subprocess.Popen([sys.executable, str(RUN), "-m", *TWO_LOADS, *cap], cwd=killed, env=ENV,
+                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        deadline = time.monotonic() + 120
+        while finished_in(killed / "mlflow.db") < 4 and driver.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.05)
+    finally:
+        kill_tree(driver.pid)
+    before = finished_in(killed / "mlflow.db")
+    assert 4 <= before < 12 and driver.returncode != 0, (before, driver.returncode)
+    assert not (killed / "multirun" / "precision.json").exists()  # the sweep never got to its end
+
+    resumed = run_sweep(killed, *cap)
+    assert resumed.stdout.count(": already recorded, finished in MLflow run") == before
+    found = [r for r in runs(sqlite_uri(killed), "precision-two-loads") if r.info.status == "FINISHED"]
+    cells = Counter((r.data.params["workload.arrival_rate"], r.data.params["seed"]) for r in found)
+    assert len(found) == len({r.data.tags["schedlab.run_key"] for r in found}) == 12
+    assert set(cells.values()) == {1} and {s for rate, s in cells if rate == "0.035"} == {str(i) for i in range(9)}
+
+    run_sweep(clean, *cap, "tracking=none")
+    table, expected = (pr.table(pr.load(cwd / "multirun" / "precision.json")[0]) for cwd in (killed, clean))
+    assert table == expected and "CAPPED" in table, table
+
+
+@pytest.mark.slow
+def test_ray_launcher_sweep_starts_ray_once_and_flags_the_capped_cell(tmp_path: Path) -> None:
+    """The default launcher (a local Ray): 12 runs in 3 rounds on one Ray instance; the low load is
+    met at 3 seeds, the high load CAPPED at 9 and said so."""
+    proc = run_sweep(tmp_path, "hydra.sweeper.max_replications=9", "hydra.launcher.progress=false",
+                     "hydra.launcher.local.object_store_memory=80000000")
+    assert proc.stdout.count("starting a local Ray instance") == 1, proc.stdout
+    assert "precision sweep: 12 runs in 3 round(s)" in proc.stdout
+    assert f"NOT within target: 1 cell(s) capped or failing: {HIGH}" in proc.stdout
+    verdicts = pr.load(tmp_path / "multirun" / "precision.json")[0]
+    assert (verdicts[LOW].status, verdicts[LOW].tried) == (pr.MET, 3)
+    assert (verdicts[HIGH].status, verdicts[HIGH].tried) == (pr.CAPPED, 9)
+    assert verdicts[HIGH].metrics[0].half_width > verdicts[HIGH].metrics[0].bound
+    found = runs(sqlite_uri(tmp_path), "precision-two-loads")
+    assert {r.info.status for r in found} == {"FINISHED"} and len(found) == 12
+    assert len({r.data.tags["schedlab.ray_node"] for r in found}) == 1

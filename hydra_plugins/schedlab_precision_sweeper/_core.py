@@ -6,14 +6,19 @@ through the configured launcher. A run's metrics come from its ``JobReturn`` (a
 finished (the Ray launcher returns no value for it) is read back from that store through
 :func:`analysis.runs.load_runs`, by its ``schedlab.run_key``. A failed run is counted, never
 retried within the sweep (a rerun of the sweep retries it, like any unfinished run).
+
+On schedlab's Ray launcher every round would start and stop its own Ray instance (~20 s each on a
+small machine); the sweeper instead starts Ray once, before the first round, the way the launcher
+would (its options, its checks), and the launcher leaves a Ray this process already runs alone.
 """
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import logging
 import re
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -91,19 +96,22 @@ class PrecisionSweep:
         OmegaConf.save(config, sweep_dir / "multirun.yaml")
         returns: list[Sequence[JobReturn]] = []
         index, round_no = 0, 0
-        while True:
-            self.verdicts = {str(k): v for k, v in stats.judge_paired(state, baseline_of, self.rule).items()}
-            jobs = [Job(cell, state[cell].tried + k) for cell in cells for k in range(self.verdicts[cell].more)]
-            if not jobs:
-                break
-            round_no += 1
-            log.info(f"precision round {round_no}: {len(jobs)} runs for {len({j.cell for j in jobs})} cell(s)")
-            batch = [[*cells[job.cell], f"{self.seed_key}={job.seed}"] for job in jobs]
-            self.sweeper.validate_batch_is_legal(batch)
-            results = self.launcher.launch(batch, initial_job_idx=index)
-            returns.append(results)
-            self._take(state, jobs, results, index)
-            index += len(batch)
+        with contextlib.ExitStack() as session:
+            while True:
+                self.verdicts = {str(k): v for k, v in stats.judge_paired(state, baseline_of, self.rule).items()}
+                jobs = [Job(cell, state[cell].tried + k) for cell in cells for k in range(self.verdicts[cell].more)]
+                if not jobs:
+                    break
+                round_no += 1
+                log.info(f"precision round {round_no}: {len(jobs)} runs for {len({j.cell for j in jobs})} cell(s)")
+                batch = [[*cells[job.cell], f"{self.seed_key}={job.seed}"] for job in jobs]
+                self.sweeper.validate_batch_is_legal(batch)
+                if round_no == 1:  # every run of the first round composes: now start Ray, once
+                    session.enter_context(_one_ray(self.launcher))
+                results = self.launcher.launch(batch, initial_job_idx=index)
+                returns.append(results)
+                self._take(state, jobs, results, index)
+                index += len(batch)
         stats.save(sweep_dir / "precision.json", self.verdicts, self.rule)
         print(stats.table(self.verdicts, self.rule.confidence), flush=True)
         print(f"precision sweep: {index} runs in {round_no} round(s); table saved in {sweep_dir / 'precision.json'}")
@@ -171,15 +179,16 @@ class PrecisionSweep:
     def _take(self, state: dict[str, stats.Cell], jobs: list[Job], results: Sequence[JobReturn], first: int) -> None:
         """File each run's metrics (or its failure) under its cell and seed (job ``first`` + i is ``jobs[i]``)."""
         recorded: dict[str, Job] = {}  # MLflow run id → the skipped job it answers
+        reasons = self._reasons(results)
         for i, (job, ret) in enumerate(zip(jobs, results, strict=True)):
             if ret.status != JobStatus.COMPLETED:
                 log.warning(f"{job.cell} {self.seed_key}={job.seed} failed: {ret._return_value}")
                 self._file(state, job, first + i, None)
             elif ret.return_value is not None:
                 self._file(state, job, first + i, dict(ret.return_value.summary))
-            elif (found := SKIPPED.search(str(ret.task_name))) is not None:  # finished in MLflow before
+            elif (found := SKIPPED.search(reasons[i])) is not None:  # finished in MLflow before
                 recorded[found["run_id"]] = job
-            elif (same := DUPLICATE.search(str(ret.task_name))) is not None:  # the same run as an earlier job
+            elif (same := DUPLICATE.search(reasons[i])) is not None:  # the same run as an earlier job
                 self._file(state, job, first + i, self.by_index.get(int(same["index"])))
             else:
                 log.warning(f"{job.cell} {self.seed_key}={job.seed}: the launcher returned no result "
@@ -189,6 +198,24 @@ class PrecisionSweep:
             metrics = _recorded(*self._store(results), list(recorded))
             for run_id, job in recorded.items():
                 self._file(state, job, first + jobs.index(job), metrics[run_id])
+
+    def _reasons(self, results: Sequence[JobReturn]) -> list[str]:
+        """Why each job returned no result: the Ray launcher says so in ``task_name``; an in-process job
+        (basic launcher) that the recording path skipped says nothing, so the sweep's tracker is asked
+        again, the way the recording callback asked it before the job (one store query)."""
+        reasons = [str(ret.task_name) for ret in results]
+        silent = {i: ret for i, ret in enumerate(results) if ret.status == JobStatus.COMPLETED
+                  and ret.return_value is None and not SKIPPED.search(reasons[i]) and not DUPLICATE.search(reasons[i])
+                  and isinstance(ret.cfg, DictConfig)}
+        if silent:
+            from sweeps.hook import SweepTracker, task_config
+
+            tracker = SweepTracker(summary=False)
+            tracker.configure(self.sweeper.config)
+            answers = tracker.plan_configs({i: task_config(ret.cfg) for i, ret in silent.items()})
+            for i, answer in zip(silent, answers, strict=True):
+                reasons[i] = answer or reasons[i]
+        return reasons
 
     def _file(self, state: dict[str, stats.Cell], job: Job, index: int, summary: dict[str, float] | None) -> None:
         if summary is None:
@@ -214,6 +241,28 @@ class PrecisionSweep:
             raise PrecisionSweepError(f"hydra.sweeper.metrics: {missing[0]!r} is not a metric of run '{run}'; "
                                       f"its metrics: {', '.join(sorted(summary))}")
         return {t.metric: float(summary[t.metric]) for t in self.rule.targets}
+
+
+@contextlib.contextmanager
+def _one_ray(launcher: Any) -> Iterator[None]:
+    """One Ray instance for every round when ``launcher`` is schedlab's Ray launcher: started (or
+    joined) with the launcher's own preflight and connect, so its options and checks apply, and shut
+    down after the last round. Other launchers run as they are."""
+    from hydra_plugins.schedlab_ray_launcher.ray_launcher import RayLauncher
+
+    if not isinstance(launcher, RayLauncher):
+        yield
+        return
+    import ray
+
+    from hydra_plugins.schedlab_ray_launcher import _core as ray_core
+
+    started = ray_core._connect(launcher.options, ray_core._preflight(launcher.options))
+    try:
+        yield
+    finally:
+        if started:
+            ray.shutdown()
 
 
 def _per_metric(value: Any, metric: str, name: str) -> float | None:

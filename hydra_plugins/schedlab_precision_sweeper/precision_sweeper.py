@@ -22,10 +22,10 @@ class PrecisionSweeperConf:
     half-width above ``max(relative_halfwidth · |mean|, absolute_halfwidth)`` at ``confidence``;
     it stops when met, at ``max_replications`` seeds (capped) or after ``max_failures`` failed
     runs. ``extrapolate`` adds at once the seeds the current variance says are missing (at least
-    ``batch``; fewer rounds, which matters when each round starts a Ray instance). Both
-    half-widths take a number for every metric or a ``{metric: number}`` map. ``baseline`` (e.g.
-    ``policy=easy``) judges every other level of that axis on its per-seed difference to the
-    baseline (paired mode).
+    ``batch``; fewer rounds, each of which waits for its slowest run). On the Ray launcher one Ray
+    instance serves every round. Both half-widths take a number for every metric or a
+    ``{metric: number}`` map. ``baseline`` (e.g. ``policy=easy``) judges every other level of that
+    axis on its per-seed difference to the baseline (paired mode).
     """
 
     _target_: str = "hydra_plugins.schedlab_precision_sweeper.precision_sweeper.PrecisionSweeper"
