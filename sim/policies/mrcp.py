@@ -58,7 +58,7 @@ def cp_model() -> Any:
 class MrcpConfig:
     """Solver limits (see the module docstring)."""
 
-    max_deterministic_time: float = 0.5
+    max_deterministic_time: float = 0.05
     max_time_in_seconds: float = 60.0
     random_seed: int = 0
     resources: ResourceModel = "pooled"
@@ -366,7 +366,7 @@ def _fits(cal: Calendar, key: int, r: int, slot: int, start: int, end: int) -> b
     return True
 
 
-def mrcp(max_deterministic_time: float = 0.5, max_time_in_seconds: float = 60.0, random_seed: int = 0,
+def mrcp(max_deterministic_time: float = 0.05, max_time_in_seconds: float = 60.0, random_seed: int = 0,
          resources: ResourceModel = "pooled") -> MrcpPolicy:
     """MRCP-RM; fails at once (on the driver) with how to install OR-Tools when it is missing."""
     if resources not in get_args(ResourceModel):
