@@ -9,8 +9,6 @@ Writes ``drf.json`` and ``drf.md`` into the ``--out`` directory and prints the t
 from __future__ import annotations
 
 import argparse
-import json
-import platform
 import sys
 from pathlib import Path
 
@@ -23,6 +21,7 @@ from sim.core import Cluster, Job  # noqa: E402
 from sim.engine import simulate  # noqa: E402
 from sim.policies.fair_share import FAIR_SHARE_POLICIES  # noqa: E402
 from sim.workloads.multires import multires_cluster, multires_workload  # noqa: E402
+from tests.bench._output import machine, write  # noqa: E402
 from tests.bench.bench_sim import best_of  # noqa: E402
 from tests.test_fair_reference import NaiveFairShare  # noqa: E402
 
@@ -89,11 +88,7 @@ def main() -> None:
     for name, users, cluster in runs:
         jobs, meta = scenario(name, args.tasks, users, cluster)
         rows += measure(jobs, cluster, meta, args.repeats, naive=True)
-    args.out.mkdir(parents=True, exist_ok=True)
-    meta = {"python": platform.python_version(), "machine": platform.machine(), "processor": platform.processor()}
-    (args.out / "drf.json").write_text(json.dumps({"meta": meta, "results": rows}, indent=2))
-    (args.out / "drf.md").write_text(table(rows) + "\n")
-    print(table(rows))
+    write(args.out, "drf", {"meta": machine(), "results": rows}, table(rows))
 
 
 if __name__ == "__main__":

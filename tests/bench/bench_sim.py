@@ -12,9 +12,7 @@ from __future__ import annotations
 
 import argparse
 import csv
-import json
 import os
-import platform
 import statistics
 import subprocess
 import sys
@@ -31,6 +29,7 @@ sys.path.insert(0, str(REPO))
 from sim import Cluster, Job, simulate  # noqa: E402
 from sim.policies import POLICIES, make_policy  # noqa: E402
 from sim.workloads import read_swf, synthetic_hpc  # noqa: E402
+from tests.bench._output import machine, write  # noqa: E402
 from tests.reference import seed_pseudocode  # noqa: E402
 
 KTH_NAME = "KTH-SP2-1996-2.1-cln.swf"
@@ -156,12 +155,8 @@ def main() -> None:
               "https://www.cs.huji.ac.il/labs/parallel/workload/l_kth_sp2/index.html into $SCHEDLAB_TRACES")
     jobs, nodes, generate_seconds = synthetic_trace()
     rows += measure("synthetic", jobs, nodes, generate_seconds, args.repeats)
-    args.out.mkdir(parents=True, exist_ok=True)
-    meta = {"python": platform.python_version(), "machine": platform.machine(), "processor": platform.processor()}
-    (args.out / "sim.json").write_text(json.dumps({"meta": meta, "results": rows, "cli": cli}, indent=2))
-    text = table(rows) + (f"\n\n{cli_table(cli)}" if cli else "")
-    (args.out / "sim.md").write_text(text + "\n")
-    print(text)
+    write(args.out, "sim", {"meta": machine(), "results": rows, "cli": cli},
+          table(rows) + (f"\n\n{cli_table(cli)}" if cli else ""))
     if cli and cli["ratio"] > CLI_TARGET_RATIO:
         print(f"MISSED TARGET: CLI whole process {cli['ratio']}× the literal seed program > {CLI_TARGET_RATIO}×")
     missed = [r for r in rows if r["target_seconds"] and r["sim_seconds"] > r["target_seconds"]]

@@ -12,8 +12,6 @@ budgeting or remapping), so the ratio column is robust to a noisy machine. Write
 from __future__ import annotations
 
 import argparse
-import json
-import platform
 import resource
 import subprocess
 import sys
@@ -29,6 +27,7 @@ from sim.core import Cluster  # noqa: E402
 from sim.policies import make_policy  # noqa: E402
 from sim.run import run  # noqa: E402
 from sweeps.specs import WorkflowStream  # noqa: E402
+from tests.bench._output import machine, write  # noqa: E402
 
 #: (label, workload type, λ) — the paper's LIGO default and high-load points, Genome's default
 POINTS = (("LIGO default", "ligo", 1 / 180), ("LIGO λ=1/150", "ligo", 1 / 150), ("Genome default", "genome", 1 / 2290))
@@ -86,12 +85,8 @@ def main() -> None:
             rss = long_run_rss(jobs)
             memory.append({"jobs": jobs, "rss_mb": rss, "mb_per_1000": 1000 * rss / jobs})
             print(f"  long run {jobs} jobs: peak RSS {rss:.0f} MB", flush=True)
-    args.out.mkdir(parents=True, exist_ok=True)
-    meta = {"python": platform.python_version(), "machine": platform.machine(),
-            "bench_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}
-    (args.out / "workflows.json").write_text(json.dumps({"meta": meta, "results": rows, "memory": memory}, indent=2))
-    (args.out / "workflows.md").write_text(table(rows, memory) + "\n")
-    print(table(rows, memory))
+    meta = machine(bench_rss_mb=resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024)
+    write(args.out, "workflows", {"meta": meta, "results": rows, "memory": memory}, table(rows, memory))
     for r in rows:
         if r["policy"] == "rmdcwf" and r["point"] in TARGET_O and r["O_ms"] / 1e3 > TARGET_O[r["point"]]:
             print(f"MISSED TARGET: {r['point']} O {r['O_ms']:.2f} ms > {TARGET_O[r['point']] * 1e3:g} ms")
