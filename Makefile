@@ -46,6 +46,7 @@ bench: $(STAMP) ## benchmarks: simulator, DRF, RM-DCWF, MRCP-RM, sweep speed and
 	$(PY) tests/bench/bench_sweep_scale.py --out $(BENCH_OUT) $(SCALE_ARGS)  # N = 100, 2,000 tiny runs; SCALE_ARGS=--huge adds 10,000
 	$(PY) tests/bench/bench_workflows.py --out $(BENCH_OUT)
 	$(PY) tests/bench/bench_mrcp.py --out $(BENCH_OUT)
+	$(PY) tests/bench/bench_precision.py --out $(BENCH_OUT)
 	$(PY) tests/bench/bench_paper_cluster.py --out $(BENCH_OUT)
 
 lint: $(STAMP) ## ruff over the whole tree
