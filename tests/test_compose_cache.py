@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 from unittest import mock
 
@@ -14,10 +15,13 @@ from hydra.core.global_hydra import GlobalHydra
 from hydra.core.hydra_config import HydraConfig
 from hydra.core.override_parser.overrides_parser import OverridesParser
 from hydra.errors import ConfigCompositionException
-from hydra.types import RunMode
-from omegaconf import DictConfig, ListConfig, OmegaConf
+from hydra.types import HydraContext, RunMode
+from omegaconf import DictConfig, ListConfig, OmegaConf, open_dict
 
+from hydra_plugins.schedlab_ray_launcher import _core
 from hydra_plugins.schedlab_ray_launcher._compose import CachingConfigLoader
+from sweeps.hook import DEFAULT_NON_SEMANTIC, task_config
+from sweeps.tracking import flatten, run_key
 from tests.conftest import REPO
 
 CONF = REPO / "conf"
@@ -148,10 +152,48 @@ def test_composition_errors_read_as_hydra_words_them(loader: ConfigLoader, overr
 
 
 def test_the_ray_launcher_wraps_the_sweepers_config_loader(loader: ConfigLoader) -> None:
-    from hydra.types import HydraContext
-
     from hydra_plugins.schedlab_ray_launcher.ray_launcher import RayLauncher
 
     context = HydraContext(config_loader=loader, callbacks=None)
     RayLauncher().setup(hydra_context=context, task_function=lambda cfg: None, config=master(loader))
     assert isinstance(context.config_loader, CachingConfigLoader) and context.config_loader.loader is loader
+
+
+def reference_task(loader: ConfigLoader, cfg: DictConfig, job: list[str], idx: int) -> dict[str, Any]:
+    """What Hydra gives job ``idx``: its full compose, numbered and resolved as Hydra's basic launcher does."""
+    run = loader.load_sweep_config(cfg, job)
+    with open_dict(run):
+        run.hydra.job.id = run.hydra.job.num = idx
+    HydraConfig.instance().set_config(run)
+    return task_config(run)
+
+
+@pytest.mark.parametrize("params", [
+    ["policy=easy,conservative", "cluster=hpc16,hpc128", "seed=range(0,3)",
+     "workload.arrival_rate=choice(0.01,0.02)", "experiment_name=run-${seed}"],
+    ["workload=drevt_csv", "workload.path=traces/t${seed}.csv", "seed=range(0,2)", "policy=fcfs,easy",
+     "experiment_name=job-${hydra:job.num}"],
+])
+def test_every_launched_run_is_hydras_compose_field_by_field(loader: ConfigLoader, params: list[str],
+                                                             tmp_path: Path) -> None:
+    """The launcher's path (the sweeper's check, then the launcher's compose of each run) gives each run
+    the resolved config and run key of Hydra's own compose, and composes each run only once."""
+    cfg = master(loader, *params)
+    parsed = OverridesParser.create(config_loader=loader).parse_overrides(params)
+    jobs = [list(job) for job in BasicSweeper.split_arguments(parsed, None)[0]]
+    cached = CachingConfigLoader(loader)
+    context = HydraContext(config_loader=cached, callbacks=None)
+    with mock.patch.object(loader, "load_sweep_config", wraps=loader.load_sweep_config) as hydra_compose:
+        for job in jobs:  # BasicSweeper.validate_batch_is_legal
+            cached.load_sweep_config(cfg, job)
+        runs = [_core._compose(context, cfg, job, i, tmp_path) for i, job in enumerate(jobs)]
+    shapes = {tuple(o for o in job if loader.repository.group_exists(o.split("=")[0])) for job in jobs}
+    assert hydra_compose.call_count == len(shapes)  # the launcher took the sweeper's configs
+    for i, (job, run) in enumerate(zip(jobs, runs, strict=True)):
+        ours, hydras = task_config(run.config), reference_task(loader, cfg, job, i)
+        assert flatten(ours) == flatten(hydras), job
+        keys = DEFAULT_NON_SEMANTIC
+        assert run_key(ours, keys) == run_key(hydras, keys)
+    assert len({run_key(task_config(r.config), DEFAULT_NON_SEMANTIC) for r in runs}) == len(jobs)
+    if "${hydra:job.num}" in params[-1]:
+        assert [task_config(r.config)["experiment_name"] for r in runs] == [f"job-{i}" for i in range(len(jobs))]

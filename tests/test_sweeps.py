@@ -41,11 +41,11 @@ def sweep(cwd: Path, *overrides: str, check: bool = True, timeout: float = 240,
     return proc
 
 
-def runs(uri: str, experiment: str = "schedlab-adhoc") -> list:
+def runs(uri: str, experiment: str = "schedlab-adhoc", max_results: int = 1000) -> list:
     """The runs of ``experiment`` (a sweep with command-line overrides is ad hoc, see conf/config.yaml)."""
     client = MlflowClient(tracking_uri=uri)
     exp = client.get_experiment_by_name(experiment)
-    return [] if exp is None else client.search_runs([exp.experiment_id], max_results=1000)
+    return [] if exp is None else client.search_runs([exp.experiment_id], max_results=max_results)
 
 
 def sqlite_uri(cwd: Path) -> str:
@@ -297,3 +297,50 @@ def test_sweep_logs_through_mlflow_server(mlflow_server: str, tmp_path: Path) ->
     artifacts = {a.path for a in MlflowClient(mlflow_server).list_artifacts(found[0].info.run_id)}
     assert artifacts == {"jobs.parquet", "config.yaml"}
     assert not (work / "mlflow.db").exists() and not (work / "mlruns").exists()
+
+
+# -- the same faults at N = 2,000 tiny runs (issue 14; minutes on two cores) ---------------------------
+
+TINY_RUN = ["workload.jobs=20", "policy=easy"]
+
+
+@pytest.mark.slow
+def test_driver_killed_in_a_2000_run_sweep_resumes_without_duplicates(tmp_path: Path) -> None:
+    args = [sys.executable, str(RUN), "-m", *SMALL, *TINY_RUN, "seed=range(0,2000)"]
+    driver = subprocess.Popen(args, cwd=tmp_path, env=ENV, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    try:
+        wait_for_text(driver, "done=300 ", timeout=900)
+    finally:
+        kill_tree(driver.pid)
+    done_before = len([r for r in runs(sqlite_uri(tmp_path), max_results=5000) if r.info.status == "FINISHED"])
+    assert 300 <= done_before < 2000
+    proc = sweep(tmp_path, *TINY_RUN, "seed=range(0,2000)", timeout=1800)
+    found = runs(sqlite_uri(tmp_path), max_results=5000)
+    assert {r.info.status for r in found} <= {"FINISHED", "KILLED"}
+    keys = [r.data.tags["schedlab.run_key"] for r in found if r.info.status == "FINISHED"]
+    assert len(keys) == 2000 and len(set(keys)) == 2000
+    assert f"{2000 - done_before} done, 0 failed, {done_before} skipped" in proc.stdout
+
+
+@pytest.mark.slow
+def test_one_failing_run_of_2000_is_isolated(tmp_path: Path) -> None:
+    good = "job_submit_time,num_nodes,time_limit\n0,4,100\n10,16,50\n20,2,30\n"
+    for i in range(2000):
+        (tmp_path / f"t{i}.csv").write_text(good if i != 1234 else good.replace("16", "many"))
+    paths = ",".join(f"t{i}.csv" for i in range(2000))
+    proc = sweep(tmp_path, "workload=drevt_csv", f"workload.path={paths}", "policy=easy", check=False, timeout=1800)
+    assert proc.returncode != 0
+    assert "1999 done, 1 failed, 0 skipped" in proc.stdout and "the others completed" in proc.stderr
+    found = runs(sqlite_uri(tmp_path), max_results=5000)
+    failed = [r for r in found if r.info.status == "FAILED"]
+    assert len(found) == 2000 and [r.data.params["workload.path"] for r in failed] == ["t1234.csv"]
+
+
+def test_the_failure_message_says_whether_any_run_completed() -> None:
+    from hydra_plugins.schedlab_ray_launcher._core import failed_error
+    from hydra_plugins.schedlab_ray_launcher.hooks import PlannedRun, RunReport, SweepStats
+
+    report = RunReport(run=PlannedRun(index=3, overrides=["seed=3"], config=None), status="FAILED", error="E: x")
+    every = SweepStats(total=2, failed=2, failures=[report])
+    assert str(failed_error(every)) == "2 of 2 runs failed (first: #3, E: x); none completed"
+    assert str(failed_error(SweepStats(total=3, done=1, failed=2, failures=[report]))).endswith("the others completed")

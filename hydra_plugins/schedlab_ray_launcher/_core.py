@@ -7,7 +7,6 @@ import socket
 import time
 import traceback
 from collections.abc import Sequence
-from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -19,6 +18,7 @@ from hydra.types import HydraContext, TaskFunction
 from omegaconf import DictConfig, ListConfig, OmegaConf, open_dict, read_write
 
 from hydra_plugins.schedlab_ray_launcher import _checks
+from hydra_plugins.schedlab_ray_launcher._compose import CachingConfigLoader
 from hydra_plugins.schedlab_ray_launcher._progress import Progress, print_summary
 from hydra_plugins.schedlab_ray_launcher.hooks import (
     NullHook,
@@ -46,6 +46,8 @@ def launch(launcher: Any, job_overrides: Sequence[Sequence[str]], initial_job_id
     tic = time.perf_counter()
     runs = [_compose(hydra_context, config, list(ov), initial_job_idx + i, sweep_dir)
             for i, ov in enumerate(job_overrides)]
+    if isinstance(hydra_context.config_loader, CachingConfigLoader):
+        hydra_context.config_loader.forget()
     timings = {"compose": time.perf_counter() - tic}
     hook: SweepHook = options.get("hook") or NullHook()
     tic = time.perf_counter()
@@ -70,13 +72,19 @@ def launch(launcher: Any, job_overrides: Sequence[Sequence[str]], initial_job_id
     if stats.interrupted:
         raise SystemExit(130)
     if stats.failed:
-        first = stats.failures[0]
-        error = RunFailedError(f"{stats.failed} of {stats.total} runs failed (first: #{first.run.index}, "
-                               f"{first.error}); the others completed")
+        error = failed_error(stats)
         for ret in returns.values():
             if ret.status == JobStatus.FAILED:
                 ret.return_value = error
     return [returns[r.index] for r in runs]
+
+
+def failed_error(stats: SweepStats) -> RunFailedError:
+    """What a failed run's JobReturn raises: how many failed, the first, and whether any completed."""
+    first = stats.failures[0]
+    rest = "the others completed" if stats.done + stats.skipped else "none completed"
+    return RunFailedError(f"{stats.failed} of {stats.total} runs failed (first: #{first.run.index}, "
+                          f"{first.error}); {rest}")
 
 
 def _write_stats(path: Path, stats: SweepStats, timings: dict[str, float]) -> None:
@@ -87,13 +95,21 @@ def _write_stats(path: Path, stats: SweepStats, timings: dict[str, float]) -> No
 
 def _compose(hydra_context: HydraContext, config: DictConfig, overrides: list[str], idx: int,
              sweep_dir: Path) -> PlannedRun:
-    """Compose and resolve one run on the driver, so interpolations see the driver's paths."""
-    cfg = hydra_context.config_loader.load_sweep_config(config, overrides)
+    """Compose and resolve one run on the driver, so interpolations see the driver's paths.
+
+    The config the sweeper composed to check the run is reused when the loader kept it
+    (:meth:`CachingConfigLoader.take`). ``${hydra:…}`` resolves against this run's ``hydra`` node:
+    what ``HydraConfig.set_config`` does, without its copy of that node (a third of the cost).
+    """
+    loader = hydra_context.config_loader
+    cfg = loader.take(config, overrides) if isinstance(loader, CachingConfigLoader) else \
+        loader.load_sweep_config(config, overrides)
     with open_dict(cfg):
         cfg.hydra.job.id = idx
         cfg.hydra.job.num = idx
         cfg.hydra.sweep.dir = str(sweep_dir)
-    HydraConfig.instance().set_config(cfg)
+    OmegaConf.set_readonly(cfg.hydra, True)
+    HydraConfig.instance().cfg = cfg
     subdir = str(OmegaConf.select(cfg, "hydra.sweep.subdir"))  # as run_job computes it in the worker
     with read_write(cfg.hydra.runtime), open_dict(cfg.hydra.runtime):
         cfg.hydra.runtime.output_dir = os.path.abspath(os.path.join(sweep_dir, subdir))
@@ -107,23 +123,47 @@ def _compose(hydra_context: HydraContext, config: DictConfig, overrides: list[st
     return PlannedRun(index=idx, overrides=list(filter_overrides(overrides)), config=cfg)
 
 
-def _job_return(run: PlannedRun, status: JobStatus) -> JobReturn:
-    """A JobReturn with the configs Hydra's ``run_job`` gives: ``cfg`` is the task's config (no
-    ``hydra`` node), ``hydra_cfg`` is ``{"hydra": …}`` for this job, interpolating into the task's."""
-    config = run.config
-    cfg = OmegaConf.masked_copy(config, [str(k) for k in config if k != "hydra"])
-    OmegaConf.set_struct(cfg, OmegaConf.is_struct(config))
-    hydra_cfg = OmegaConf.masked_copy(config, "hydra")
-    hydra_cfg.hydra._set_parent(config)
-    OmegaConf.set_readonly(hydra_cfg.hydra, True)
-    return JobReturn(overrides=run.overrides, cfg=cfg, hydra_cfg=hydra_cfg, status=status)
+class _RunReturn(JobReturn):
+    """A JobReturn with the configs Hydra's ``run_job`` gives, made on first access (a sweeper seldom
+    reads them; copying two configs per run cost the driver milliseconds each): ``cfg`` is the task's
+    config (no ``hydra`` node), ``hydra_cfg`` is ``{"hydra": …}`` for this job, interpolating into it."""
+
+    def __init__(self, run: PlannedRun, **fields: Any) -> None:
+        self._run, self._configs = run, None
+        super().__init__(**fields)
+
+    def _copies(self) -> tuple[DictConfig, DictConfig]:
+        if self._configs is None:
+            config = self._run.config
+            cfg = OmegaConf.masked_copy(config, [str(k) for k in config if k != "hydra"])
+            OmegaConf.set_struct(cfg, OmegaConf.is_struct(config))
+            hydra_cfg = OmegaConf.masked_copy(config, "hydra")
+            hydra_cfg.hydra._set_parent(config)
+            OmegaConf.set_readonly(hydra_cfg.hydra, True)
+            self._configs = (cfg, hydra_cfg)
+        return self._configs
+
+    @property  # type: ignore[override]
+    def cfg(self) -> DictConfig:
+        return self._copies()[0]
+
+    @cfg.setter
+    def cfg(self, value: DictConfig | None) -> None:
+        if value is not None:
+            self._configs = (value, self._copies()[1])
+
+    @property  # type: ignore[override]
+    def hydra_cfg(self) -> DictConfig:
+        return self._copies()[1]
+
+    @hydra_cfg.setter
+    def hydra_cfg(self, value: DictConfig | None) -> None:
+        if value is not None:
+            self._configs = (self._copies()[0], value)
 
 
 def _skipped_return(run: PlannedRun, reason: str) -> JobReturn:
-    ret = _job_return(run, JobStatus.COMPLETED)
-    ret.return_value = None
-    ret.task_name = reason
-    return ret
+    return _RunReturn(run, overrides=run.overrides, task_name=reason, status=JobStatus.COMPLETED)
 
 
 def _preflight(options: dict[str, Any]) -> str | None:
@@ -166,29 +206,30 @@ def _plan_and_run(options: dict[str, Any], address: str | None, task_function: T
                   hydra_context: HydraContext,
                   runs: list[PlannedRun], stats: SweepStats, returns: dict[int, JobReturn], hook: SweepHook,
                   timings: dict[str, float]) -> None:
-    """Start Ray while the hook plans in a thread (both take seconds: Ray's processes, the tracking
-    store's lookups), then run the runs the plan keeps. Ray starts even if every run is skipped."""
-    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="schedlab-plan") as pool:
-        planned = pool.submit(hook.plan, runs)
-        tic = time.perf_counter()
-        started = _connect(options, address)
-        timings["ray_start"] = time.perf_counter() - tic
-        try:
-            todo = _apply_plan(type(hook).__name__, runs, _plan_result(hook, planned), stats, returns)
-            timings["prepare"] += time.perf_counter() - tic - timings["ray_start"]  # planning Ray did not hide
-            if todo:
-                _run_on_ray(options, task_function, hydra_context, todo, stats, returns, hook, timings)
-        finally:
-            if started:
-                tic = time.perf_counter()
-                ray.shutdown()
-                timings["ray_stop"] = time.perf_counter() - tic
+    """Plan (the tracking store's one lookup), then start Ray only when some run is left to do: a
+    resume with nothing to do never starts it."""
+    tic = time.perf_counter()
+    todo = _apply_plan(type(hook).__name__, runs, _plan_result(hook, runs), stats, returns)
+    timings["prepare"] += time.perf_counter() - tic
+    if not todo:
+        print(f"nothing to run: all {len(runs)} runs were recorded before or repeat another", flush=True)
+        return
+    tic = time.perf_counter()
+    started = _connect(options, address)
+    timings["ray_start"] = time.perf_counter() - tic
+    try:
+        _run_on_ray(options, task_function, hydra_context, todo, stats, returns, hook, timings)
+    finally:
+        if started:
+            tic = time.perf_counter()
+            ray.shutdown()
+            timings["ray_stop"] = time.perf_counter() - tic
 
 
-def _plan_result(hook: SweepHook, planned: Future) -> Sequence[str | None]:
+def _plan_result(hook: SweepHook, runs: list[PlannedRun]) -> Sequence[str | None]:
     """The hook's plan; its failure (e.g. a tracking store that cannot be read) as one message."""
     try:
-        return planned.result()
+        return hook.plan(runs)
     except SweepAbortedError:
         raise
     except Exception as error:
@@ -275,13 +316,10 @@ def _collect(ref: ray.ObjectRef, run: PlannedRun) -> tuple[RunReport, JobReturn]
         ret = JobReturn(status=JobStatus.FAILED)
         ret.return_value = e
     report.run = run
-    configs = _job_return(run, ret.status)
-    ret.cfg, ret.hydra_cfg = configs.cfg, configs.hydra_cfg
-    if ret.overrides is None:  # the worker died: no run_job filled them
-        ret.overrides = configs.overrides
-    if report.status == "FAILED":
-        ret.status = JobStatus.FAILED
-    return report, ret
+    status = JobStatus.FAILED if report.status == "FAILED" else ret.status
+    return report, _RunReturn(run, overrides=run.overrides if ret.overrides is None else ret.overrides,
+                              working_dir=ret.working_dir, task_name=ret.task_name, status=status,
+                              _return_value=ret._return_value)
 
 
 _SHARED: dict[str, tuple] = {}

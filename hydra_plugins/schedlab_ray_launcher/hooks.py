@@ -79,7 +79,8 @@ class SweepHook(Protocol):
         ...
 
     def plan(self, runs: Sequence[PlannedRun]) -> Sequence[str | None]:
-        """Per run, ``None`` to run it or a reason to skip it (called in a thread while Ray starts)."""
+        """Per run, ``None`` to run it or a reason to skip it (called before Ray starts; when every run
+        is skipped, Ray is never started)."""
         ...
 
     def on_result(self, report: RunReport) -> None:
