@@ -344,3 +344,30 @@ def test_the_failure_message_says_whether_any_run_completed() -> None:
     every = SweepStats(total=2, failed=2, failures=[report])
     assert str(failed_error(every)) == "2 of 2 runs failed (first: #3, E: x); none completed"
     assert str(failed_error(SweepStats(total=3, done=1, failed=2, failures=[report]))).endswith("the others completed")
+
+
+def test_store_calls_wait_out_a_locked_sqlite_and_nothing_else(tmp_path: Path) -> None:
+    import sqlite3
+    from unittest import mock
+
+    from sweeps import tracking
+
+    calls = []
+
+    def flaky(x: int) -> int:
+        calls.append(x)
+        if len(calls) < 3:
+            raise RuntimeError("(sqlite3.OperationalError) database is locked")
+        return 2 * x
+
+    with mock.patch.object(tracking.time, "sleep") as slept:
+        assert tracking.locked_retry(flaky, 21) == 42 and len(calls) == 3 and slept.call_count == 2
+        with pytest.raises(ValueError, match="other"):
+            tracking.locked_retry(mock.Mock(side_effect=ValueError("other")))
+        assert slept.call_count == 2
+        with pytest.raises(RuntimeError, match="locked"):
+            tracking.locked_retry(mock.Mock(side_effect=RuntimeError("database is locked")))
+        assert slept.call_count == 2 + tracking.LOCK_ATTEMPTS - 1
+    tracking.MlflowStore(sqlite_uri(tmp_path), "x")
+    with contextlib.closing(sqlite3.connect(tmp_path / "mlflow.db")) as db:
+        assert db.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
