@@ -15,7 +15,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import platform
 import signal
 import socket
 import subprocess
@@ -25,6 +24,10 @@ import time
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(REPO))
+
+from tests.bench._output import machine, write  # noqa: E402
+
 RUN = REPO / "sweeps" / "run.py"
 ENV = {**os.environ, "RAY_AUTH_MODE": "disabled", "RAY_USAGE_STATS_ENABLED": "0"}
 TARGETS = {"speedup": 1.7, "overhead_per_run": 0.15}
@@ -106,7 +109,7 @@ def main() -> None:
             finally:
                 stop_cluster(temp_dir)
     serial = rows["serial (basic launcher)"]
-    report = {"machine": {"cpus": cpus, "python": platform.python_version()}, "runs": args.runs,
+    report = {"meta": machine(cpus=cpus), "runs": args.runs,
               "targets": TARGETS, "results": {}}
     lines = [f"# Sweep efficiency: {args.runs} runs, {cpus} cores", "",
              "| launcher | wall s | Σ sim s | speedup | speedup w/o Ray start/stop | overhead/run s |",
@@ -125,9 +128,7 @@ def main() -> None:
                      f"{entry.get('speedup_without_ray_start_stop', '-')} | {entry['overhead_per_run']} |")
     lines += ["", f"targets: speedup ≥ {TARGETS['speedup']}, overhead ≤ {TARGETS['overhead_per_run']} s/run "
               "(Ray rows: (slots × run phase − Σ sim s + compose) / runs; serial: (wall − Σ sim s) / runs)"]
-    (args.out / "sweep.json").write_text(json.dumps(report, indent=1))
-    (args.out / "sweep.md").write_text("\n".join(lines) + "\n")
-    print("\n".join(lines))
+    write(args.out, "sweep", report, "\n".join(lines), indent=1)
 
 
 if __name__ == "__main__":

@@ -14,7 +14,6 @@ fresh process in its own directory with its own SQLite store. Writes ``sweep_sca
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import subprocess
 import sys
@@ -25,6 +24,10 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(REPO))
+
+from tests.bench._output import machine, write  # noqa: E402
+
 RUN = REPO / "sweeps" / "run.py"
 ENV = {**os.environ, "RAY_AUTH_MODE": "disabled", "RAY_USAGE_STATS_ENABLED": "0"}
 LAUNCHERS = {"ray": [], "basic": ["hydra/launcher=basic"]}
@@ -118,9 +121,8 @@ def main() -> None:
                          f"{s['first_start'] if s['first_start'] is None else round(s['first_start'], 1)} | "
                          f"{r['marginal_ms']} | {r['cores_per_driver']} |")
     lines += ["", "marginal: (wall at largest N − wall at smallest N) / ΔN; cores/driver: 1 s / marginal"]
-    (args.out / "sweep_scale.json").write_text(json.dumps(results, indent=1))
-    (args.out / "sweep_scale.md").write_text("\n".join(lines) + "\n")
-    print("\n".join(lines))
+    write(args.out, "sweep_scale", {"meta": machine(cpus=os.cpu_count()), "results": results}, "\n".join(lines),
+          indent=1)
 
 
 if __name__ == "__main__":
