@@ -4,7 +4,8 @@ simulation each), with the Ray launcher and with Hydra's basic launcher as the b
 Per launcher and N: wall of the sweep, wall of a rerun with nothing to do (resume), marginal ms per
 run (the slope of wall between the smallest and largest N), the driver's peak RSS (``VmHWM`` of the
 ``sweeps/run.py`` process, polled), time from the command to the first run's MLflow start time, and
-how many cores one driver keeps busy with 1-s runs (1 s / marginal driver cost). Each sweep is a
+how many cores one driver keeps busy with 1-s runs (1 s / marginal driver CPU per run, the driver's
+own user + system seconds: on a loaded machine wall time mostly measures the other processes). Each sweep is a
 fresh process in its own directory with its own SQLite store. Writes ``sweep_scale.json`` and
 ``sweep_scale.md``.
 
@@ -20,6 +21,7 @@ import sys
 import tempfile
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
@@ -39,6 +41,7 @@ class Sweep:
 
     wall: float
     peak_rss_mb: float
+    driver_cpu: float  # CPU seconds (user + system) of the driver process itself, not of Ray's
     first_start: float | None  # seconds from the command to the first run's start (None: nothing ran)
 
 
@@ -53,17 +56,27 @@ def peak_rss_mb(pid: int) -> float:
     return 0.0
 
 
+def cpu_seconds(pid: int) -> float:
+    """User + system CPU seconds the process has used (``/proc/PID/stat``); 0 once it has gone."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()
+    except OSError:
+        return 0.0
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 def run_sweep(cwd: Path, n: int, launcher: str) -> Sweep:
     """Run the sweep in ``cwd``; its wall, the driver's peak RSS and when the first run started."""
     cmd = [sys.executable, str(RUN), "-m", "policy=easy", f"seed=range(0,{n})", "workload.jobs=20",
            *LAUNCHERS[launcher]]
     started_at, tic = time.time(), time.perf_counter()
     proc = subprocess.Popen(cmd, cwd=cwd, env=ENV, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    peak = [0.0]
+    peak, cpu = [0.0], [0.0]
 
     def poll() -> None:
         while proc.poll() is None:
             peak[0] = max(peak[0], peak_rss_mb(proc.pid))
+            cpu[0] = max(cpu[0], cpu_seconds(proc.pid))
             time.sleep(0.1)
 
     watcher = threading.Thread(target=poll, daemon=True)
@@ -73,7 +86,7 @@ def run_sweep(cwd: Path, n: int, launcher: str) -> Sweep:
     watcher.join()
     if proc.returncode != 0:
         raise SystemExit(f"sweep failed: {' '.join(cmd)}\n{out[-2000:]}\n{err[-3000:]}")
-    return Sweep(wall=wall, peak_rss_mb=peak[0], first_start=first_start(cwd, n, started_at))
+    return Sweep(wall=wall, peak_rss_mb=peak[0], driver_cpu=cpu[0], first_start=first_start(cwd, n, started_at))
 
 
 def first_start(cwd: Path, n: int, since: float) -> float | None:
@@ -106,21 +119,31 @@ def main() -> None:
                 print(f"{launcher} N={n} …", flush=True)
                 sweep = run_sweep(cwd, n, launcher)
                 resume = run_sweep(cwd, n, launcher)
-                results.setdefault(launcher, {})[n] = {"sweep": asdict(sweep), "resume_wall": resume.wall}
+                results.setdefault(launcher, {})[n] = {"sweep": asdict(sweep), "resume_wall": resume.wall,
+                                                       "resume_driver_cpu": resume.driver_cpu}
     lines = [f"# Sweep scale: tiny runs, {os.cpu_count()} cores", "",
-             "| launcher | N | wall s | resume s | driver peak RSS MB | first run s | marginal ms/run | cores/driver |",
-             "|---|---|---|---|---|---|---|---|"]
+             "| launcher | N | wall s | resume s | driver peak RSS MB | first run s | marginal ms/run "
+             "| driver CPU s | resume driver CPU s | marginal driver CPU ms/run | cores/driver |",
+             "|---|---|---|---|---|---|---|---|---|---|---|"]
     for launcher, by_n in results.items():
         lo, hi = min(by_n), max(by_n)
-        marginal = ((by_n[hi]["sweep"]["wall"] - by_n[lo]["sweep"]["wall"]) / (hi - lo)) if hi > lo else None
+
+        def slope(value: Callable[[dict], float], lo: int = lo, hi: int = hi, by_n: dict = by_n) -> float | None:
+            return (value(by_n[hi]) - value(by_n[lo])) / (hi - lo) if hi > lo else None
+
+        marginal = slope(lambda r: r["sweep"]["wall"])
+        cpu = slope(lambda r: r["sweep"]["driver_cpu"])
         for n, r in by_n.items():
             r["marginal_ms"] = round(1000 * marginal, 1) if marginal else None
-            r["cores_per_driver"] = round(1 / marginal) if marginal else None
+            r["marginal_driver_cpu_ms"] = round(1000 * cpu, 1) if cpu else None
+            r["cores_per_driver"] = round(1 / cpu) if cpu else None
             s = r["sweep"]
             lines.append(f"| {launcher} | {n} | {s['wall']:.1f} | {r['resume_wall']:.1f} | {s['peak_rss_mb']:.0f} | "
                          f"{s['first_start'] if s['first_start'] is None else round(s['first_start'], 1)} | "
-                         f"{r['marginal_ms']} | {r['cores_per_driver']} |")
-    lines += ["", "marginal: (wall at largest N − wall at smallest N) / ΔN; cores/driver: 1 s / marginal"]
+                         f"{r['marginal_ms']} | {s['driver_cpu']:.1f} | {r['resume_driver_cpu']:.1f} | "
+                         f"{r['marginal_driver_cpu_ms']} | {r['cores_per_driver']} |")
+    lines += ["", "marginal: (value at largest N − value at smallest N) / ΔN; driver CPU: user + system seconds of the "
+              "driver process (robust to a loaded machine, unlike wall); cores/driver: 1 s / marginal driver CPU"]
     write(args.out, "sweep_scale", {"meta": machine(cpus=os.cpu_count()), "results": results}, "\n".join(lines),
           indent=1)
 
