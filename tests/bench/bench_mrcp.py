@@ -10,8 +10,6 @@ and 2.9 s for MRCP-RM, 0.010 s and 0.110 s for RM-DCWF. Writes ``mrcp.json`` and
 from __future__ import annotations
 
 import argparse
-import json
-import platform
 import statistics
 import sys
 import time
@@ -26,6 +24,7 @@ from sim.core import Cluster  # noqa: E402
 from sim.policies import make_policy  # noqa: E402
 from sim.run import run  # noqa: E402
 from sweeps.specs import MapReduceStream  # noqa: E402
+from tests.bench._output import machine, write  # noqa: E402
 
 #: λ → the paper's O (s) for (rmdcwf, mrcp)
 POINTS = {0.01: (0.010, 0.043), 0.025: (0.110, 2.9)}
@@ -79,12 +78,8 @@ def main() -> None:
         for policy in ("rmdcwf", "mrcp"):
             rows.append(one_run(rate, args.jobs, policy))
             print(f"  λ={rate:g} {policy:<7} O {rows[-1]['O_s']:.3f} s  wall {rows[-1]['wall_s']:.0f} s", flush=True)
-    args.out.mkdir(parents=True, exist_ok=True)
-    meta = {"python": platform.python_version(), "machine": platform.machine(),
-            "max_deterministic_time": make_policy("mrcp").config.max_deterministic_time}
-    (args.out / "mrcp.json").write_text(json.dumps({"meta": meta, "results": rows}, indent=2))
-    (args.out / "mrcp.md").write_text(table(rows) + "\n")
-    print(table(rows))
+    meta = machine(max_deterministic_time=make_policy("mrcp").config.max_deterministic_time)
+    write(args.out, "mrcp", {"meta": meta, "results": rows}, table(rows))
 
 
 if __name__ == "__main__":
