@@ -284,3 +284,13 @@ def test_ray_launcher_sweep_starts_ray_once_and_flags_the_capped_cell(tmp_path: 
     found = runs(sqlite_uri(tmp_path), "precision-two-loads")
     assert {r.info.status for r in found} == {"FINISHED"} and len(found) == 12
     assert len({r.data.tags["schedlab.ray_node"] for r in found}) == 1
+
+
+def test_an_invalid_run_on_ray_is_refused_before_ray_starts(tmp_path: Path) -> None:
+    """The Ray launcher validates every run before Ray starts; the precision sweeper, which starts
+    the Ray its rounds share, keeps that: one message, nothing run, no Ray."""
+    proc = subprocess.run([sys.executable, str(RUN), "-m", *TWO_LOADS, "workload.arrival_rate=-1", "tracking=none"],
+                          cwd=tmp_path, env=ENV, capture_output=True, text=True, timeout=120)
+    assert proc.returncode != 0 and "starting a local Ray" not in proc.stdout + proc.stderr
+    assert "invalid configuration, nothing was run" in proc.stderr
+    assert "workload.arrival_rate must be a positive number" in proc.stderr

@@ -9,16 +9,18 @@ retried within the sweep (a rerun of the sweep retries it, like any unfinished r
 
 On schedlab's Ray launcher every round would start and stop its own Ray instance (~20 s each on a
 small machine); the sweeper instead starts Ray once, before the first round, the way the launcher
-would (its options, its checks), and the launcher leaves a Ray this process already runs alone.
+would (its options, its checks, the first round validated first), and the launcher leaves a Ray
+this process already runs alone.
 """
 
 from __future__ import annotations
 
 import contextlib
+import functools
 import itertools
 import logging
 import re
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -106,8 +108,8 @@ class PrecisionSweep:
                 log.info(f"precision round {round_no}: {len(jobs)} runs for {len({j.cell for j in jobs})} cell(s)")
                 batch = [[*cells[job.cell], f"{self.seed_key}={job.seed}"] for job in jobs]
                 self.sweeper.validate_batch_is_legal(batch)
-                if round_no == 1:  # every run of the first round composes: now start Ray, once
-                    session.enter_context(_one_ray(self.launcher))
+                if round_no == 1:  # every run of the first round composes and is valid: now start Ray, once
+                    session.enter_context(_one_ray(self.launcher, functools.partial(self._planned, batch)))
                 results = self.launcher.launch(batch, initial_job_idx=index)
                 returns.append(results)
                 self._take(state, jobs, results, index)
@@ -174,6 +176,15 @@ class PrecisionSweep:
             return True
         flag = getattr(get_class(str(target)), "stochastic", None)
         return bool(flag) if flag is not None else str(target) not in REPLAYS
+
+    def _planned(self, batch: list[list[str]]) -> list[Any]:
+        """The runs of ``batch`` composed as the Ray launcher's hook sees them (for its validation)."""
+        from hydra_plugins.schedlab_ray_launcher.hooks import PlannedRun
+
+        loader = self.sweeper.hydra_context.config_loader
+        config = self.sweeper.config
+        return [PlannedRun(index=i, overrides=overrides, config=loader.load_sweep_config(config, overrides))
+                for i, overrides in enumerate(batch)]
 
     # -- the results -------------------------------------------------------------------------------
     def _take(self, state: dict[str, stats.Cell], jobs: list[Job], results: Sequence[JobReturn], first: int) -> None:
@@ -244,9 +255,10 @@ class PrecisionSweep:
 
 
 @contextlib.contextmanager
-def _one_ray(launcher: Any) -> Iterator[None]:
+def _one_ray(launcher: Any, first_round: Callable[[], Sequence[Any]]) -> Iterator[None]:
     """One Ray instance for every round when ``launcher`` is schedlab's Ray launcher: started (or
-    joined) with the launcher's own preflight and connect, so its options and checks apply, and shut
+    joined) with the launcher's own preflight and connect, so its options and checks apply, once its
+    hook found the first round's runs valid (as the launcher has it check before Ray starts), and shut
     down after the last round. Other launchers run as they are."""
     from hydra_plugins.schedlab_ray_launcher.ray_launcher import RayLauncher
 
@@ -257,7 +269,11 @@ def _one_ray(launcher: Any) -> Iterator[None]:
 
     from hydra_plugins.schedlab_ray_launcher import _core as ray_core
 
-    started = ray_core._connect(launcher.options, ray_core._preflight(launcher.options))
+    options = launcher.options
+    address = ray_core._preflight(options)
+    if options.get("hook") is not None:
+        options["hook"].validate(launcher.config, first_round())
+    started = ray_core._connect(options, address)
     try:
         yield
     finally:
