@@ -20,7 +20,7 @@ import numpy as np
 import pytest
 from hydra.core.plugins import Plugins
 from hydra.plugins.sweeper import Sweeper
-from omegaconf import DictConfig
+from omegaconf import DictConfig, OmegaConf
 from scipy import stats
 
 from analysis import AnalysisError
@@ -207,6 +207,28 @@ def test_failing_runs_are_recorded_and_stop_their_cell(hydra_sweep_runner: Any, 
     assert again == verdicts
     status = Counter((r.data.params["policy.name"], r.info.status) for r in runs(sqlite_uri(tmp_path), "flaky"))
     assert status == {("conservative", "FAILED"): 6, ("easy", "FAILED"): 2, ("easy", "FINISHED"): easy.tried - 1}
+
+
+def test_rounds_are_hydra_batches_with_distinct_jobs(hydra_sweep_runner: Any, tmp_path: Path) -> None:
+    """BatchedSweeperTestSuite's checks where they apply: ``sweep.returns`` holds one batch per
+    round (6 runs, then 3 for the cell still running), job numbers and output directories run on
+    across rounds, each job's overrides are its cell's plus its seed, ``multirun.yaml`` records the
+    command line."""
+    task = [*MMC[:-1], "workload.jobs=300", "workload.arrival_rate=0.01,0.035", "tracking=none",
+            "hydra.sweeper.metrics=[turnaround/mean]", "hydra.sweeper.relative_halfwidth=0.05",
+            "hydra.sweeper.initial=3", "hydra.sweeper.batch=3", "hydra.sweeper.max_replications=6"]
+    sweep = hydra_sweep_runner(calling_file=str(RUN), calling_module=None, task_function=simulate,
+                               config_path="../conf", config_name="config",
+                               overrides=["hydra/sweeper=precision", "hydra/launcher=basic", *task], temp_dir=tmp_path)
+    with sweep:
+        assert [len(batch) for batch in sweep.returns] == [6, 3]
+        flat = [ret for batch in sweep.returns for ret in batch]
+        assert [ret.hydra_cfg.hydra.job.num for ret in flat] == list(range(9))
+        assert len({ret.hydra_cfg.hydra.runtime.output_dir for ret in flat}) == 9
+        high = [(HIGH in ret.overrides, ret.overrides[-1]) for ret in flat[3:]]
+        assert high == [(True, f"seed={s}") for s in range(6)]
+        assert OmegaConf.load(tmp_path / "multirun.yaml").hydra.overrides.task == [
+            o for o in task if not o.startswith("hydra.")]
 
 
 def test_seed_axis_and_unknown_metric_are_refused(hydra_sweep_runner: Any, tmp_path: Path) -> None:
