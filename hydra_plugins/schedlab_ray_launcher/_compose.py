@@ -38,11 +38,13 @@ class CachingConfigLoader(ConfigLoader):
     raises is composed by Hydra itself, so errors read exactly as Hydra words them.
     """
 
-    def __init__(self, loader: ConfigLoader, max_bases: int = 64) -> None:
+    def __init__(self, loader: ConfigLoader, max_bases: int = 64, max_parsed: int = 100_000) -> None:
         self.loader = loader
         self.max_bases = max_bases
+        self.max_parsed = max_parsed
         self._repository = getattr(loader, "repository", None)
         self._parser = OverridesParser.create()
+        self._parsed: dict[str, Override] = {}
         self._master: DictConfig | None = None
         self._bases: OrderedDict[tuple[str, ...], DictConfig] = OrderedDict()
         self._composed_for: DictConfig | None = None
@@ -82,7 +84,7 @@ class CachingConfigLoader(ConfigLoader):
         """All parsed overrides, the group ones and the value ones; ``None``: needs the full compose."""
         if self._repository is None or OmegaConf.select(master, "hydra.searchpath"):
             return None
-        parsed = self._parser.parse_overrides(overrides)
+        parsed = [self._parse(text) for text in overrides]
         groups, values = [], []
         for o in parsed:
             if (o.is_sweep_override() or o.is_add() or o.is_force_add() or o.is_delete()
@@ -95,6 +97,15 @@ class CachingConfigLoader(ConfigLoader):
             else:
                 return None
         return parsed, groups, values
+
+    def _parse(self, text: str) -> Override:
+        """One override, parsed once per sweep (Hydra's grammar parser took a quarter of a run's compose;
+        ``policy=easy`` recurs in every run). Overrides are parsed one by one, so this is Hydra's parse."""
+        if text not in self._parsed:
+            if len(self._parsed) >= self.max_parsed:
+                self._parsed.clear()
+            self._parsed[text] = self._parser.parse_overrides([text])[0]
+        return self._parsed[text]
 
     def _compose(self, master: DictConfig, parsed: list[Override], groups: list[Override],
                  values: list[Override]) -> DictConfig:
