@@ -127,3 +127,24 @@ def test_cluster_without_a_node_that_big(two_node_cluster: str, tmp_path: Path) 
     out = fails_fast(tmp_path, f"hydra.launcher.address={two_node_cluster}", "hydra.launcher.num_cpus=2",
                      message=f"no node of the Ray cluster at {two_node_cluster} has more than 1")
     assert f"connecting to Ray at {two_node_cluster}…" in out and "sweep stopped" in out and "2 not run" in out
+
+
+def test_ray_failing_to_start_is_one_line(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture) -> None:
+    """A local Ray that times out starting (seen on an overloaded machine) stops the sweep with one line."""
+    import ray
+
+    from hydra_plugins.schedlab_ray_launcher import _core
+    from hydra_plugins.schedlab_ray_launcher.hooks import SweepAbortedError
+
+    def timed_out(**_: object) -> None:
+        raise Exception("The current node timed out during startup. This could happen because …\nmore")
+
+    monkeypatch.setattr(ray, "is_initialized", lambda: False)
+    monkeypatch.setattr(ray, "init", timed_out)
+    monkeypatch.setattr(ray, "shutdown", lambda: None)
+    with pytest.raises(SweepAbortedError) as raised:
+        _core._connect({"local": {"num_cpus": 1}}, None)
+    assert str(raised.value) == ("could not start a local Ray instance: The current node timed out during startup. "
+                                 "This could happen because …; nothing was run (rerun to resume)")
+    with pytest.raises(SweepAbortedError, match=r"could not join the Ray cluster at 127\.0\.0\.1:9 "):
+        _core._connect({}, "127.0.0.1:9")

@@ -190,16 +190,28 @@ def _connect(options: dict[str, Any], address: str | None) -> bool:
         local = dict(options.get("local") or {})
         num_cpus = local.pop("num_cpus", None) or _checks.machine_cpus()
         print(f"starting a local Ray instance ({num_cpus} CPU{'s' if num_cpus != 1 else ''})…", flush=True)
-        ray.init(address="local", num_cpus=num_cpus, **{k: v for k, v in local.items() if v is not None}, **extra)
+        _init("could not start a local Ray instance", address="local", num_cpus=num_cpus,
+              **{k: v for k, v in local.items() if v is not None}, **extra)
         return True
     print(f"connecting to Ray at {address}…", flush=True)
-    ray.init(address=address, **extra)
+    _init(f"could not join the Ray cluster at {address} (hydra.launcher.address)", address=address, **extra)
     try:
         _checks.check_feasible(float(options.get("num_cpus", 1.0)), ray.nodes(), address)
     except SweepAbortedError:
         ray.shutdown()
         raise
     return True
+
+
+def _init(what: str, **kwargs: Any) -> None:
+    """``ray.init(**kwargs)``; Ray's own failure to start or join (a node timing out on an overloaded
+    machine, a cluster refusing the driver) stops the sweep with one line instead of a traceback."""
+    try:
+        ray.init(**kwargs)
+    except Exception as error:  # Ray raises a bare Exception for start-up timeouts
+        ray.shutdown()  # whatever half started
+        reason = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
+        raise SweepAbortedError(f"{what}: {reason}; nothing was run (rerun to resume)") from None
 
 
 def _plan_and_run(options: dict[str, Any], address: str | None, task_function: TaskFunction,
