@@ -101,6 +101,8 @@ def table(rows: list[dict]) -> str:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--out", type=Path, default=Path("bench-results"))
+    parser.add_argument("--paired-max", type=int, default=200,
+                        help="the paired sweep's max_replications (its difference is as heavy-tailed as CONSERVATIVE)")
     parser.add_argument("overrides", nargs="*", help="extra overrides for every sweep (e.g. workload.jobs=2000)")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="bench-precision-") as tmp:
@@ -115,7 +117,7 @@ def main() -> None:
         found = cells_of(f"sqlite:///{fixed}/mlflow.db", str(demo.experiment_name), target.metric,
                          list(demo.hydra.sweeper.params), rule.confidence, target)
         paired_wall, paired_out = sweep(paired, "experiment=precision_demo", f"hydra.sweeper.baseline='{BASELINE}'",
-                                        *args.overrides)
+                                        f"hydra.sweeper.max_replications={args.paired_max}", *args.overrides)
         paired_verdicts, _ = pr.load(paired / "multirun" / "precision.json")
     rows = [
         row(f"precision (n₀ = {rule.initial}, +{rule.batch} a round)", wall, stdout, verdicts),
@@ -123,11 +125,11 @@ def main() -> None:
          "worst": max(_relative(p) for p in found.values()),
          "cells": {c: {"n": p.n, "relative": _relative(p), "status": pr.MET if p.met else pr.CAPPED}
                    for c, p in found.items()}},
-        row(f"paired: difference to {BASELINE}", paired_wall, paired_out, paired_verdicts),
+        row(f"paired: difference to {BASELINE}, max {args.paired_max}", paired_wall, paired_out, paired_verdicts),
     ]
     body = {"meta": machine(), "target": {"metric": target.metric, "relative": target.relative,
                                            "confidence": rule.confidence},
-            "overrides": args.overrides, "n_fixed": n_fixed, "results": rows}
+            "overrides": args.overrides, "n_fixed": n_fixed, "paired_max": args.paired_max, "results": rows}
     write(args.out, "precision", body, table(rows))
     (args.out / "precision_sweep.txt").write_text(stdout)
     saved = 1 - rows[0]["runs"] / rows[1]["runs"]
