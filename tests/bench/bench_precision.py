@@ -120,7 +120,8 @@ def main() -> None:
                                         f"hydra.sweeper.max_replications={args.paired_max}", *args.overrides)
         paired_verdicts, _ = pr.load(paired / "multirun" / "precision.json")
     rows = [
-        row(f"precision (n₀ = {rule.initial}, +{rule.batch} a round)", wall, stdout, verdicts),
+        row(f"precision (n₀ = {rule.initial}, +{rule.batch}{' or n*' if rule.extrapolate else ''} a round)", wall,
+            stdout, verdicts),
         {"sweep": f"fixed, n = {n_fixed} per cell", "runs": n_fixed * len(found), "rounds": 1, "wall": fixed_wall,
          "worst": max(_relative(p) for p in found.values()),
          "cells": {c: {"n": p.n, "relative": _relative(p), "status": pr.MET if p.met else pr.CAPPED}
