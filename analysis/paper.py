@@ -142,6 +142,10 @@ def table_design(runs: RunSet, table: PaperTable, seed_key: str = SEED_KEY,
                                 f"cell; give the table its own experiment_name")
         rows = keep[table.rows].map(level_key)
         common = set.intersection(*(set(column[rows == level]) for level in rows.unique()))
+        counts = column[column.isin(common)].value_counts()
+        if len(common) > 1 and counts.iloc[0] > counts.iloc[1]:
+            # a factor-at-a-time design's default level hosts every other table's runs: the most runs
+            common = {counts.index[0]}
         if len(common) != 1:
             raise AnalysisError(f"{table.source}: runs of experiment {table.experiment!r} vary in {key} "
                                 f"({', '.join(sorted(set(column)))}) with no level common to every {table.rows} "
@@ -149,7 +153,8 @@ def table_design(runs: RunSet, table: PaperTable, seed_key: str = SEED_KEY,
                                 f"experiment_name")
         level = common.pop()
         keep = keep[column == level]
-        notes.append(f"{key} held at {level} (runs of the experiment's other tables left out)")
+        shared = "" if len(counts) == 1 else ", the level common to every row with the most runs"
+        notes.append(f"{key} held at {level}{shared} (runs of the experiment's other tables left out)")
     design = runs.design(factors, [], seed_key).loc[keep.index]
     design = design.join(runs.metrics.reindex(columns=table.metrics).loc[keep.index])
     labels = design[table.configs].apply(lambda r: "/".join(level_text(v) for v in r), axis=1)

@@ -19,6 +19,7 @@ from analysis import AnalysisError
 from analysis.claims import NOT_SUPPORTED, SUPPORTED, overall
 from analysis.paper import display, main, paper_text, row_text
 from analysis.paper_spec import read_published
+from analysis.runs import RunSet
 from tests.conftest import REPO
 from tests.test_sweeps import ENV
 
@@ -186,3 +187,27 @@ def test_a_run_key_in_two_stores_is_refused(paper: Path, tmp_path: Path, capsys:
     assert status == 2
     assert err.startswith("paper.py: error: run key ") and "is in two stores" in err and str(copy) in err
     assert len(err.strip().splitlines()) == 1
+
+
+def _factor_runs(m_levels_at_default: list[int], em_levels: list[int]) -> RunSet:
+    """A factor-at-a-time store: em_max levels at m = 50, and m levels at the default em_max 5."""
+    rows = [{"workload.em_max": em, "cluster.m": 50, "seed": s} for em in em_levels for s in (0, 1)]
+    rows += [{"workload.em_max": 5, "cluster.m": m, "seed": s} for m in m_levels_at_default for s in (0, 1)]
+    params = pd.DataFrame(rows, index=[f"r{i}" for i in range(len(rows))]).astype(str)
+    metrics = pd.DataFrame({"late/proportion": [0.01 * i for i in range(len(rows))]}, index=params.index)
+    return RunSet("e", "sqlite://", params, metrics, pd.DataFrame(index=params.index), pd.DataFrame())
+
+
+def test_a_factor_held_at_the_level_most_runs_share_or_refused_when_tied() -> None:
+    from analysis.paper import table_design
+    from analysis.paper_spec import PaperTable
+
+    table = PaperTable("t", "t", "e", "workload.em_max", [], ["late/proportion"], [], Path("t.yaml"), pd.DataFrame())
+    # only the default em_max ran (its other levels not yet): m = 50 hosts the most runs → held there
+    runs = _factor_runs([40, 50, 60], [5])
+    design, notes = table_design(runs, table)
+    assert set(runs.params.loc[design.index, "cluster.m"]) == {"50"} and len(design) == 4
+    assert "the level common to every row with the most runs" in notes[0]
+    # a tie between two common levels is still refused, naming the key
+    with pytest.raises(AnalysisError, match=r"vary in cluster\.m"):
+        table_design(_factor_runs([40, 60], []), table)
