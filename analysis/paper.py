@@ -161,6 +161,12 @@ def table_design(runs: RunSet, table: PaperTable, seed_key: str = SEED_KEY,
     return design.assign(config=labels), notes
 
 
+def not_run_yet(error: AnalysisError) -> bool:
+    """Whether ``error`` only says the experiment has no runs in that store yet (its table shows
+    ``not run``), rather than that the store or its runs are broken."""
+    return any(text in str(error) for text in ("unknown experiment", "no runs yet", "no MLflow store"))
+
+
 def read_runs(experiment: str, tracking_uris: list[str]) -> RunSet:
     """The runs of ``experiment`` from every store that has it, concatenated (a store without the
     experiment, or without runs of it, adds none). A run key in two stores is refused: the same run
@@ -171,7 +177,7 @@ def read_runs(experiment: str, tracking_uris: list[str]) -> RunSet:
         try:
             found.append(load_runs(experiment, uri))
         except AnalysisError as exc:
-            if not any(text in str(exc) for text in ("unknown experiment", "no runs yet", "no MLflow store")):
+            if not not_run_yet(exc):
                 raise
             missing.append(str(exc))
     if not found:
@@ -203,7 +209,7 @@ def analyse_table(table: PaperTable, tracking_uris: list[str], pool_code: bool =
     try:
         runs = read_runs(table.experiment, tracking_uris)
     except AnalysisError as exc:
-        if "unknown experiment" not in str(exc) and "no runs yet" not in str(exc) and "no MLflow store" not in str(exc):
+        if not not_run_yet(exc):
             raise
         empty = pd.DataFrame(columns=[*rows, COLUMN, "metric", "mean", "sd", "n", "half_width"])
         return TableResult(table, pd.DataFrame(), empty, evaluate(table, pd.DataFrame()), [], [f"{NOT_RUN}: {exc}"])
