@@ -29,8 +29,9 @@ from hydra_plugins.schedlab_ray_launcher.hooks import PlannedRun, RunReport, Swe
 from sim.core import InputError
 from sweeps import task
 from sweeps.identity import REUSE, InputHasher, Inputs, changed_inputs, code_fingerprint
+from sweeps.record import RunRecord, StoreLocation, targets
 from sweeps.summary import format_policy_table
-from sweeps.tracking import TAG, LoggedRun, MlflowStore, git_commit, open_store, run_key, semantic_config, to_yaml
+from sweeps.tracking import TAG, MlflowStore, git_commit, open_store, run_key
 
 DEFAULT_NON_SEMANTIC = ("tracking", "sweep", "experiment_name", "replications", "workload.base_dir")
 #: where runs go when the command line changes what the default experiment computes (see :func:`adhoc`)
@@ -79,6 +80,7 @@ class SweepTracker:
         self.hasher = InputHasher()
         self.results: list[tuple[dict[str, Any], dict[str, float]]] = []
         self.run_ids: dict[int, str] = {}
+        self.location: StoreLocation | None = None
 
     # -- the SweepHook protocol -------------------------------------------------------------
     def validate(self, config: DictConfig, runs: Sequence[PlannedRun]) -> None:
@@ -99,8 +101,14 @@ class SweepTracker:
     def plan(self, runs: Sequence[PlannedRun]) -> list[str | None]:
         return self.plan_configs({run.index: self.cfgs[run.index] for run in runs})
 
+    def recorder(self, run: PlannedRun) -> RunRecord | None:
+        return self.run_record(run.index, run.overrides) if self.store is not None else None
+
     def on_result(self, report: RunReport) -> None:
         outcome = report.value if report.status == "FINISHED" else None
+        if report.recorded is not None:  # its worker logged it
+            self.recorded(report.run.index, outcome, report.recorded)
+            return
         self.record(report.run.index, report.status, outcome, report.error, report.traceback,
                     node=report.node_id, start=report.start_time, end=report.end_time,
                     overrides=report.run.overrides, node_ip=report.node_ip)
@@ -201,54 +209,35 @@ class SweepTracker:
     def record(self, index: int, status: str, outcome: task.RunOutcome | None, error: str | None,
                traceback: str | None, node: str, start: float, end: float, overrides: Sequence[str],
                node_ip: str = "") -> None:
-        """Log one ended run (the driver's only write per run)."""
-        cfg = self.cfgs[index]
-        metrics = dict(outcome.summary) if outcome is not None else {}
+        """Log one ended run (on the driver: in-process runs, and Ray runs their worker could not log)."""
+        run_id = None if self.store is None else \
+            self.run_record(index, overrides).write(status, outcome, error, traceback, node, start, end, node_ip)
+        self.recorded(index, outcome, run_id)
+
+    def recorded(self, index: int, outcome: task.RunOutcome | None, run_id: str | None = None) -> None:
+        """Keep an ended run's metrics for the summary (and its MLflow run id once it is logged)."""
         if outcome is not None:
-            metrics["sim/seconds"] = outcome.seconds
-            self.results.append((cfg, dict(outcome.summary)))
-        if self.store is None:
-            return
-        inputs = self.inputs[index]
+            self.results.append((self.cfgs[index], dict(outcome.summary)))
+        if run_id is not None:
+            self.run_ids[index] = run_id
+
+    def run_record(self, index: int, overrides: Sequence[str]) -> RunRecord:
+        """Everything the record of run ``index`` needs but its outcome (the store must be open)."""
+        assert self.store is not None
+        cfg, inputs = self.cfgs[index], self.inputs[index]
         tags = {f"{TAG}run_key": self.keys[index], f"{TAG}sweep_id": self.sweep_id, f"{TAG}git_commit": git_commit(),
-                f"{TAG}version": schedlab_version(), f"{TAG}ray_node": node, CODE_TAG: code_fingerprint(),
-                INPUTS_TAG: inputs.digest, **targets(cfg)}
+                f"{TAG}version": schedlab_version(), CODE_TAG: code_fingerprint(), INPUTS_TAG: inputs.digest,
+                **targets(cfg)}
         if inputs.files and inputs.manifest:
             tags[INPUT_FILES_TAG] = inputs.manifest
-        if node_ip:
-            tags[f"{TAG}ray_node_ip"] = node_ip
-        if error:
-            tags[f"{TAG}error"] = error.splitlines()[0][:5000]
-        if outcome is not None and outcome.notes:
-            tags.update({f"{TAG}note.{k}": str(v) for k, v in outcome.notes.items()})
-        params = run_params(cfg, self.non_semantic(cfg))
-        if outcome is not None and outcome.nodes_from_workload is not None:
-            params["cluster.nodes"] = outcome.nodes_from_workload  # the size the trace header gave
+        if self.location is None:
+            self.location = StoreLocation.of(self.store.uri, self.experiment_name, self.store.artifact_root)
         name = run_name(cfg, overrides, self.swept, seed=self.parts[index].workload.stochastic)
-        self.run_ids[index] = self.store.log(LoggedRun(
-            params=params, tags=tags, metrics=metrics, status=status, run_name=name,
-            start_time=start, end_time=end, config_yaml=to_yaml(cfg),
-            tables=outcome.tables if outcome is not None else {}, files=outcome.files if outcome is not None else {},
-            traceback=traceback))
+        return RunRecord(self.location, cfg, tags, self.non_semantic(cfg), name)
 
     @staticmethod
     def non_semantic(cfg: dict[str, Any]) -> tuple[str, ...]:
         return tuple((cfg.get("sweep") or {}).get("non_semantic") or DEFAULT_NON_SEMANTIC)
-
-
-def run_params(cfg: dict[str, Any], non_semantic: Iterable[str]) -> dict[str, Any]:
-    """The MLflow params: the semantic config, without ``_target_`` class paths (those are tags).
-
-    >>> run_params({"policy": {"_target_": "x.Easy", "name": "easy"}, "tracking": {"uri": "u"}}, ["tracking"])
-    {'policy.name': 'easy'}
-    """
-    return {k: v for k, v in semantic_config(cfg, non_semantic).items() if not k.endswith("_target_")}
-
-
-def targets(cfg: dict[str, Any]) -> dict[str, str]:
-    """``schedlab.target.<group>`` tags: the class each config group built."""
-    return {f"{TAG}target.{group}": str(node["_target_"]) for group, node in cfg.items()
-            if isinstance(node, dict) and "_target_" in node}
 
 
 def run_name(cfg: dict[str, Any], overrides: Sequence[str], swept: Iterable[str], seed: bool = True) -> str:

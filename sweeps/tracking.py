@@ -1,7 +1,7 @@
-"""MLflow bookkeeping, done only by the driver: run keys, params, one logged run per result.
+"""MLflow bookkeeping: run keys, params, one logged run per result (:mod:`sweeps.record` says where).
 
-Several processes creating one SQLite store at once corrupt its schema, so workers never import
-this module's client; the driver logs each run as it completes.
+Several processes creating one SQLite store at once corrupt its schema, so only the driver opens a
+store first (it plans the sweep against it before any worker starts); workers open it after.
 """
 
 from __future__ import annotations
@@ -100,7 +100,7 @@ class MlflowStore:
     def __init__(self, uri: str, experiment_name: str, artifact_root: str | None = None) -> None:
         from mlflow.tracking import MlflowClient
 
-        self.uri = uri
+        self.uri, self.artifact_root = uri, artifact_root
         self.client = MlflowClient(tracking_uri=uri)
         experiment = self.client.get_experiment_by_name(experiment_name)
         if uri.startswith("sqlite:///"):

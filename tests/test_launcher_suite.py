@@ -8,6 +8,7 @@ with ``hydra.launcher.address``, so no test pays Ray's start-up.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import warnings
 from collections.abc import Iterator
@@ -24,11 +25,12 @@ from hydra.test_utils.launcher_common_tests import IntegrationTestSuite, Launche
 from hydra.test_utils.test_utils import TSweepRunner
 from omegaconf import OmegaConf
 
-from hydra_plugins.schedlab_ray_launcher.hooks import NullHook, RunReport, SweepStats
+from hydra_plugins.schedlab_ray_launcher.hooks import NullHook, PlannedRun, RunReport, SweepStats
 from hydra_plugins.schedlab_ray_launcher.ray_launcher import RayLauncher
+from sweeps.record import RunRecord, StoreLocation
 from sweeps.run import main
 from sweeps.task import RunOutcome
-from tests.test_sweeps import RUN, SYNTH
+from tests.test_sweeps import RUN, SYNTH, runs
 
 
 @pytest.fixture(scope="module", autouse=True)
@@ -148,3 +150,89 @@ def test_a_result_that_cannot_be_recorded_is_never_counted_done(hydra_sweep_runn
         pass
     stats = json.loads(counts.read_text())
     assert (stats["done"], stats["failed"], stats["not_run"]) == (0, 0, 2) and "could not record" in stats["stopped"]
+
+
+class BrokenStoreHook(RefusingHook):
+    """A hook whose records are written on the worker, to a store file that is not a database."""
+
+    def __init__(self, path: str, db: str) -> None:
+        super().__init__(path)
+        self.db = db
+
+    def on_result(self, report: RunReport) -> None:
+        return None
+
+    def recorder(self, run: PlannedRun) -> RunRecord:
+        return RunRecord(StoreLocation.of(f"sqlite:///{self.db}", "x", None), {}, {}, (), "r")
+
+
+@pytest.mark.usefixtures("hydra_restore_singletons")
+def test_a_record_the_worker_cannot_write_stops_the_sweep(hydra_sweep_runner: TSweepRunner, tmp_path: Path) -> None:
+    counts, db = tmp_path / "counts.json", tmp_path / "mlflow.db"
+    db.write_bytes(b"not a database " * 100)
+    hook = f"{{_target_:tests.test_launcher_suite.BrokenStoreHook,path:'{counts}',db:'{db}'}}"
+    overrides = ["hydra/launcher=ray", "hydra.launcher.progress=false", "+a=0,1", f"hydra.launcher.hook={hook}"]
+    sweep = hydra_sweep_runner(calling_file=None, calling_module="hydra.test_utils.a_module", task_function=None,
+                               config_path="configs", config_name="compose", overrides=overrides,
+                               temp_dir=tmp_path / "sweep")
+    with pytest.raises(CompactHydraException, match=r"sweep stopped: run #\d \(\+a=\d\) ended but BrokenStoreHook "
+                                                    r"could not record it: .*not a database"), sweep:
+        pass
+    stats = json.loads(counts.read_text())
+    assert (stats["done"], stats["failed"], stats["not_run"]) == (0, 0, 2)
+    assert db.read_bytes() == b"not a database " * 100
+
+
+def recorded(folder: Path) -> list:
+    """The runs of ``folder``'s store."""
+    return runs(f"sqlite:///{folder}/mlflow.db")
+
+
+def test_ray_workers_write_the_records(hydra_sweep_runner: TSweepRunner, tmp_path: Path,
+                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    """With the store on this machine the driver writes nothing: each worker logs its own run, with
+    everything the driver would have logged (fingerprints, params, the job table)."""
+    def driver_writes(*_: object, **__: object) -> str:
+        raise AssertionError("the driver wrote a record")
+
+    version.setbase("1.3")
+    monkeypatch.setattr(RunRecord, "write", driver_writes)  # this process only: Ray's workers have their own
+    returns = schedlab_sweep(hydra_sweep_runner, tmp_path, "ray_mlflow")
+    assert [r.status for r in returns] == [JobStatus.COMPLETED] * 2
+    found = recorded(tmp_path)
+    assert sorted(r.data.params["policy.name"] for r in found) == ["easy", "fcfs"]
+    for run in found:
+        assert run.info.status == "FINISHED" and run.data.metrics["jobs"] == 300 and "sim/seconds" in run.data.metrics
+        assert {"schedlab.code", "schedlab.inputs", "schedlab.run_key", "schedlab.ray_node"} <= set(run.data.tags)
+    assert len(list((tmp_path / "mlartifacts").rglob("jobs.parquet"))) == 2
+
+
+def test_a_worker_on_another_machine_hands_its_record_to_the_driver(
+        hydra_sweep_runner: TSweepRunner, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A worker that cannot see the driver's SQLite file (another host) writes nothing; the driver
+    writes the same record from the outcome it gets back."""
+    elsewhere = StoreLocation.of
+
+    def on_another_host(*args: str | None) -> StoreLocation:
+        return dataclasses.replace(elsewhere(*args), host="another-machine")
+
+    version.setbase("1.3")
+    monkeypatch.setattr(StoreLocation, "of", on_another_host)
+    schedlab_sweep(hydra_sweep_runner, tmp_path, "ray_mlflow")
+    found = recorded(tmp_path)
+    assert len(found) == 2 and {r.info.status for r in found} == {"FINISHED"}
+    assert all("schedlab.code" in r.data.tags and r.data.metrics["jobs"] == 300 for r in found)
+
+
+def test_store_locations(tmp_path: Path) -> None:
+    db = tmp_path / "mlflow.db"
+    db.write_bytes(b"")
+    here = StoreLocation.of(f"sqlite:///{db}", "e", None)
+    assert here.reachable() and here.file_id is not None
+    assert not dataclasses.replace(here, host="another-machine").reachable()
+    (tmp_path / "other.db").write_bytes(b"")
+    (tmp_path / "other.db").replace(db)  # the same path, another file: a node whose own disk has a store there
+    assert not here.reachable()
+    assert not StoreLocation.of(f"sqlite:///{tmp_path}/new.db", "e", None).reachable()  # workers never create one
+    server = StoreLocation.of("http://127.0.0.1:5000", "e", None)
+    assert dataclasses.replace(server, host="another-machine").reachable()

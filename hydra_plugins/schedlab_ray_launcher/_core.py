@@ -6,7 +6,7 @@ import os
 import socket
 import time
 import traceback
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -275,6 +275,7 @@ def _run_on_ray(options: dict[str, Any], task_function: TaskFunction, hydra_cont
                                           retry_exceptions=False)
     shared = [ray.put((task_function, hydra_context.callbacks, Singleton.get_state()))]  # a list: not resolved
     log.info(f"Launching {len(todo)} jobs on Ray ({slots} slots)")
+    recorder = getattr(hook, "recorder", None)  # optional: hooks written before it have none
     pending = list(reversed(todo))
     in_flight: dict[ray.ObjectRef, PlannedRun] = {}
     progress = Progress(len(todo), stats, enabled=bool(options.get("progress", True)))
@@ -284,7 +285,8 @@ def _run_on_ray(options: dict[str, Any], task_function: TaskFunction, hydra_cont
         while pending or in_flight:
             while pending and len(in_flight) < limit:
                 run = pending.pop()
-                in_flight[remote.remote(shared, run.config, run.overrides)] = run
+                record = recorder(run) if recorder is not None else None
+                in_flight[remote.remote(shared, run.config, run.overrides, record)] = run
             progress.update(running=min(len(in_flight), slots))
             ready, _ = ray.wait(list(in_flight), num_returns=1)
             for ref in ready:
@@ -307,14 +309,22 @@ def _run_on_ray(options: dict[str, Any], task_function: TaskFunction, hydra_cont
 
 
 def _record(hook: SweepHook, report: RunReport, stats: SweepStats) -> None:
-    """Hand a result to the hook; when it cannot record it, stop the sweep (the next would fail too)."""
+    """Hand a result to the hook; when it (or its recorder on the worker) cannot record it, stop the sweep
+    (the next would fail too)."""
     try:
+        if report.record_error is not None:
+            raise _WorkerRecordError(report.record_error)
         hook.on_result(report)
     except Exception as error:
+        why = str(error) if isinstance(error, _WorkerRecordError) else _one_line(error)
         stats.stopped = (f"run #{report.run.index} ({report.run.label}) ended but {type(hook).__name__} could not "
-                         f"record it: {_one_line(error)}")
+                         f"record it: {why}")
         raise SweepAbortedError(f"sweep stopped: {stats.stopped}; runs recorded before it are kept, rerun the "
                                 f"same command to resume") from error
+
+
+class _WorkerRecordError(Exception):
+    """The hook's recorder failed on the worker (the message is already one line)."""
 
 
 def _collect(ref: ray.ObjectRef, run: PlannedRun) -> tuple[RunReport, JobReturn]:
@@ -337,8 +347,10 @@ def _collect(ref: ray.ObjectRef, run: PlannedRun) -> tuple[RunReport, JobReturn]
 _SHARED: dict[str, tuple] = {}
 
 
-def _execute(shared: list[ray.ObjectRef], cfg: DictConfig, overrides: list[str]) -> tuple[RunReport, JobReturn]:
-    """Ray task: run one composed job through Hydra's ``run_job`` in this worker.
+def _execute(shared: list[ray.ObjectRef], cfg: DictConfig, overrides: list[str],
+             record: Callable[[RunReport], Any] | None = None) -> tuple[RunReport, JobReturn]:
+    """Ray task: run one composed job through Hydra's ``run_job`` in this worker, then ``record`` (the
+    hook's :meth:`~SweepHook.recorder`) its report here.
 
     The task function and Hydra's global state are fetched once per worker process, not per run.
     """
@@ -365,6 +377,11 @@ def _execute(shared: list[ray.ObjectRef], cfg: DictConfig, overrides: list[str])
         report.error = _one_line(exc)
         report.traceback = "".join(traceback.format_exception(exc))
         ret.return_value = RuntimeError(report.error)  # tracebacks do not cross processes
+    if record is not None:
+        try:
+            report.recorded = record(report)
+        except Exception as error:
+            report.record_error = _one_line(error)
     return report, ret
 
 

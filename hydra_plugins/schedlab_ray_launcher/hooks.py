@@ -6,7 +6,7 @@ tracking store — is a :class:`SweepHook` that the launcher calls on the driver
 """
 
 import dataclasses
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any, Protocol, runtime_checkable
 
 from hydra.errors import CompactHydraException
@@ -49,6 +49,10 @@ class RunReport:
     seconds: float = 0.0
     start_time: float = 0.0  # epoch seconds
     end_time: float = 0.0
+    #: what the hook's :meth:`~SweepHook.recorder` returned on the worker (e.g. the id of the record it
+    #: wrote), ``None`` when it had none or wrote nothing; why it failed in ``record_error``
+    recorded: Any = None
+    record_error: str | None = None
 
 
 @dataclasses.dataclass
@@ -83,6 +87,13 @@ class SweepHook(Protocol):
         is skipped, Ray is never started)."""
         ...
 
+    def recorder(self, run: PlannedRun) -> Callable[[RunReport], Any] | None:
+        """Optional work for the worker once ``run`` ended (called as it is submitted): a picklable
+        callable given the run's report there (its ``run`` is ``None``); what it returns reaches
+        :meth:`on_result` as ``report.recorded``, and if it raises the sweep stops as when
+        :meth:`on_result` raises. ``None``: nothing to do on the worker."""
+        ...
+
     def on_result(self, report: RunReport) -> None:
         """A run ended (called as runs finish, in completion order)."""
         ...
@@ -100,6 +111,9 @@ class NullHook:
 
     def plan(self, runs: Sequence[PlannedRun]) -> Sequence[str | None]:
         return [None] * len(runs)
+
+    def recorder(self, run: PlannedRun) -> None:
+        return None
 
     def on_result(self, report: RunReport) -> None:
         return None
