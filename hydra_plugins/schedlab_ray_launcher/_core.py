@@ -123,43 +123,49 @@ def _compose(hydra_context: HydraContext, config: DictConfig, overrides: list[st
     return PlannedRun(index=idx, overrides=list(filter_overrides(overrides)), config=cfg)
 
 
+class _Config:
+    """``cfg`` (slot 0) or ``hydra_cfg`` (slot 1) of a :class:`_RunReturn`: made on first read, replaceable."""
+
+    def __init__(self, slot: int) -> None:
+        self.slot = slot
+
+    def __get__(self, ret: "_RunReturn | None", owner: type | None = None) -> Any:
+        if ret is None:
+            return self
+        if ret._configs[self.slot] is None:
+            make = _task_config if self.slot == 0 else _hydra_config
+            ret._configs[self.slot] = make(ret._run.config)
+        return ret._configs[self.slot]
+
+    def __set__(self, ret: "_RunReturn", value: DictConfig | None) -> None:
+        if value is not None:  # JobReturn's __init__ sets None
+            ret._configs[self.slot] = value
+
+
 class _RunReturn(JobReturn):
     """A JobReturn with the configs Hydra's ``run_job`` gives, made on first access (a sweeper seldom
     reads them; copying two configs per run cost the driver milliseconds each): ``cfg`` is the task's
     config (no ``hydra`` node), ``hydra_cfg`` is ``{"hydra": …}`` for this job, interpolating into it."""
 
+    cfg = _Config(0)  # type: ignore[assignment]
+    hydra_cfg = _Config(1)  # type: ignore[assignment]
+
     def __init__(self, run: PlannedRun, **fields: Any) -> None:
-        self._run, self._configs = run, None
+        self._run, self._configs = run, [None, None]
         super().__init__(**fields)
 
-    def _copies(self) -> tuple[DictConfig, DictConfig]:
-        if self._configs is None:
-            config = self._run.config
-            cfg = OmegaConf.masked_copy(config, [str(k) for k in config if k != "hydra"])
-            OmegaConf.set_struct(cfg, OmegaConf.is_struct(config))
-            hydra_cfg = OmegaConf.masked_copy(config, "hydra")
-            hydra_cfg.hydra._set_parent(config)
-            OmegaConf.set_readonly(hydra_cfg.hydra, True)
-            self._configs = (cfg, hydra_cfg)
-        return self._configs
 
-    @property  # type: ignore[override]
-    def cfg(self) -> DictConfig:
-        return self._copies()[0]
+def _task_config(config: DictConfig) -> DictConfig:
+    cfg = OmegaConf.masked_copy(config, [str(k) for k in config if k != "hydra"])
+    OmegaConf.set_struct(cfg, OmegaConf.is_struct(config))
+    return cfg
 
-    @cfg.setter
-    def cfg(self, value: DictConfig | None) -> None:
-        if value is not None:
-            self._configs = (value, self._copies()[1])
 
-    @property  # type: ignore[override]
-    def hydra_cfg(self) -> DictConfig:
-        return self._copies()[1]
-
-    @hydra_cfg.setter
-    def hydra_cfg(self, value: DictConfig | None) -> None:
-        if value is not None:
-            self._configs = (self._copies()[0], value)
+def _hydra_config(config: DictConfig) -> DictConfig:
+    hydra_cfg = OmegaConf.masked_copy(config, "hydra")
+    hydra_cfg.hydra._set_parent(config)
+    OmegaConf.set_readonly(hydra_cfg.hydra, True)
+    return hydra_cfg
 
 
 def _skipped_return(run: PlannedRun, reason: str) -> JobReturn:
