@@ -1,4 +1,5 @@
-"""The driver side of a sweep: validate every run, skip finished ones, log each result to MLflow.
+"""The driver side of a sweep: validate every run, skip finished ones, record each result in MLflow
+(a :class:`sweeps.record.RunRecord` the driver builds and the Ray worker, or the driver, writes).
 
 :class:`SweepTracker` is the only recorder: the Ray launcher's ``hook`` (``hydra.launcher.hook``), and
 driven by :class:`sweeps.recording.Recording` for single runs and Hydra's basic launcher.
