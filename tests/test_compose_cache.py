@@ -197,3 +197,16 @@ def test_every_launched_run_is_hydras_compose_field_by_field(loader: ConfigLoade
     assert len({run_key(task_config(r.config), DEFAULT_NON_SEMANTIC) for r in runs}) == len(jobs)
     if "${hydra:job.num}" in params[-1]:
         assert [task_config(r.config)["experiment_name"] for r in runs] == [f"job-{i}" for i in range(len(jobs))]
+
+
+def test_a_kept_config_is_peeked_then_taken_without_composing_again(loader: ConfigLoader) -> None:
+    """The precision sweeper peeks at the configs the sweeper's check composed; the launcher then takes
+    those same objects: each run composed once."""
+    caching, cfg = CachingConfigLoader(loader), master(loader)
+    job = ["policy=easy", "seed=3"]
+    composed = caching.load_sweep_config(cfg, job)
+    assert caching.peek(cfg, job) is composed and caching.peek(cfg, job) is composed
+    assert caching.take(cfg, job) is composed
+    fresh = caching.peek(cfg, job)  # nothing kept any more: composed now, and kept
+    assert fresh is not composed and caching.take(cfg, job) is fresh
+    assert_same(composed, fresh)

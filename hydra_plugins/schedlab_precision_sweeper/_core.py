@@ -178,12 +178,14 @@ class PrecisionSweep:
         return bool(flag) if flag is not None else str(target) not in REPLAYS
 
     def _planned(self, batch: list[list[str]]) -> list[Any]:
-        """The runs of ``batch`` composed as the Ray launcher's hook sees them (for its validation)."""
+        """The runs of ``batch`` composed as the Ray launcher's hook sees them (for its validation):
+        the configs ``validate_batch_is_legal`` composed, when the loader kept them."""
+        from hydra_plugins.schedlab_ray_launcher._compose import CachingConfigLoader
         from hydra_plugins.schedlab_ray_launcher.hooks import PlannedRun
 
         loader = self.sweeper.hydra_context.config_loader
-        config = self.sweeper.config
-        return [PlannedRun(index=i, overrides=overrides, config=loader.load_sweep_config(config, overrides))
+        compose = loader.peek if isinstance(loader, CachingConfigLoader) else loader.load_sweep_config
+        return [PlannedRun(index=i, overrides=overrides, config=compose(self.sweeper.config, overrides))
                 for i, overrides in enumerate(batch)]
 
     # -- the results -------------------------------------------------------------------------------

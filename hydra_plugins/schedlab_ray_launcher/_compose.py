@@ -67,6 +67,13 @@ class CachingConfigLoader(ConfigLoader):
         self._composed[tuple(sweep_overrides)] = cfg
         return cfg
 
+    def peek(self, master_config: DictConfig, sweep_overrides: list[str]) -> DictConfig:
+        """The config kept for these overrides, still kept (read it, do not change it); composed and
+        kept now if there is none."""
+        if master_config is self._composed_for and tuple(sweep_overrides) in self._composed:
+            return self._composed[tuple(sweep_overrides)]
+        return self.load_sweep_config(master_config, sweep_overrides)
+
     def take(self, master_config: DictConfig, sweep_overrides: list[str]) -> DictConfig:
         """The config :meth:`load_sweep_config` last gave for these overrides (no longer kept: the
         caller may change it), composed now if it gave none since."""
