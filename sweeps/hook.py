@@ -81,7 +81,6 @@ class SweepTracker:
         self.hasher = InputHasher()
         self.results: list[tuple[dict[str, Any], dict[str, float]]] = []
         self.run_ids: dict[int, str] = {}
-        self.location: StoreLocation | None = None
 
     # -- the SweepHook protocol -------------------------------------------------------------
     def validate(self, config: DictConfig, runs: Sequence[PlannedRun]) -> None:
@@ -231,10 +230,9 @@ class SweepTracker:
                 **targets(cfg)}
         if inputs.files and inputs.manifest:
             tags[INPUT_FILES_TAG] = inputs.manifest
-        if self.location is None:
-            self.location = StoreLocation.of(self.store.uri, self.experiment_name, self.store.artifact_root)
+        location = StoreLocation.of(self.store.uri, self.experiment_name, self.store.artifact_root)
         name = run_name(cfg, overrides, self.swept, seed=self.parts[index].workload.stochastic)
-        return RunRecord(self.location, cfg, tags, self.non_semantic(cfg), name)
+        return RunRecord(location, cfg, tags, self.non_semantic(cfg), name)
 
     @staticmethod
     def non_semantic(cfg: dict[str, Any]) -> tuple[str, ...]:

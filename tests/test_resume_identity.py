@@ -204,3 +204,19 @@ def test_sweep_prints_how_many_reran_and_why(trace_dir: Path) -> None:
     out = sweep()
     assert "2 reran: input file changed: traces/x.swf" in out and "already recorded" not in out
     assert len(runs(sqlite_uri(trace_dir))) == 4  # an ad-hoc command line: schedlab-adhoc
+
+
+def test_each_in_process_run_is_recorded_in_its_own_experiment(conf: None, trace_dir: Path) -> None:
+    """As Hydra's basic launcher drives the tracker, a job at a time: a job naming another experiment
+    (``experiment_name=run-${seed}``) is recorded there, not in the first job's."""
+    tracker = SweepTracker(summary=False)
+    for index, (name, policy) in enumerate([("identity-a", "easy"), ("identity-b", "fcfs")]):
+        overrides = [o.replace(f"={EXPERIMENT}", f"={name}") for o in trace_runs(trace_dir, policies=(policy,))[0]]
+        cfg = compose("config", overrides=overrides, return_hydra_config=True)
+        HydraConfig.instance().set_config(cfg)
+        tracker.configure(cfg)
+        plain = task_config(cfg)
+        tracker.check(index, plain, workload_choice(cfg))
+        assert tracker.plan_configs({index: plain}) == [None]
+        tracker.record(index, "FINISHED", task.run_one(plain), None, None, "test", 0.0, 1.0, overrides)
+    assert [len(runs(sqlite_uri(trace_dir), name)) for name in ("identity-a", "identity-b")] == [1, 1]
