@@ -134,21 +134,26 @@ class RefusingHook(NullHook):
                                          "stopped": stats.stopped}))
 
 
+def stopped_sweep(runner: TSweepRunner, folder: Path, hook: str, match: str) -> dict:
+    """Two runs of Hydra's test app on the Ray launcher with ``hook`` (its ``_target_`` and arguments),
+    which must stop the sweep with a message matching ``match``; the counts the hook wrote."""
+    overrides = ["hydra/launcher=ray", "hydra.launcher.progress=false", "+a=0,1",
+                 f"hydra.launcher.hook={{_target_:tests.test_launcher_suite.{hook}}}"]
+    sweep = runner(calling_file=None, calling_module="hydra.test_utils.a_module", task_function=None,
+                   config_path="configs", config_name="compose", overrides=overrides, temp_dir=folder / "sweep")
+    # CompactHydraException (Hydra prints only the message): Hydra's plugin scan re-executes the plugin
+    # modules, so the SweepAbortedError raised is not the class object imported here
+    with pytest.raises(CompactHydraException, match=match), sweep:
+        pass
+    return json.loads((folder / "counts.json").read_text())
+
+
 @pytest.mark.usefixtures("hydra_restore_singletons")
 def test_a_result_that_cannot_be_recorded_is_never_counted_done(hydra_sweep_runner: TSweepRunner,
                                                                  tmp_path: Path) -> None:
-    counts = tmp_path / "counts.json"
-    overrides = ["hydra/launcher=ray", "hydra.launcher.progress=false", "+a=0,1",
-                 f"hydra.launcher.hook={{_target_:tests.test_launcher_suite.RefusingHook,path:'{counts}'}}"]
-    sweep = hydra_sweep_runner(calling_file=None, calling_module="hydra.test_utils.a_module", task_function=None,
-                               config_path="configs", config_name="compose", overrides=overrides,
-                               temp_dir=tmp_path / "sweep")
-    # CompactHydraException (Hydra prints only the message): Hydra's plugin scan re-executes the plugin
-    # modules, so the SweepAbortedError raised is not the class object imported here
-    with pytest.raises(CompactHydraException, match=r"sweep stopped: run #\d \(\+a=\d\) ended but RefusingHook "
-                                                    r"could not record it: OSError: .*No space left on device"), sweep:
-        pass
-    stats = json.loads(counts.read_text())
+    stats = stopped_sweep(hydra_sweep_runner, tmp_path, f"RefusingHook,path:'{tmp_path / 'counts.json'}'",
+                          r"sweep stopped: run #\d \(\+a=\d\) ended but RefusingHook could not record it: "
+                          r"OSError: .*No space left on device")
     assert (stats["done"], stats["failed"], stats["not_run"]) == (0, 0, 2) and "could not record" in stats["stopped"]
 
 
@@ -168,17 +173,11 @@ class BrokenStoreHook(RefusingHook):
 
 @pytest.mark.usefixtures("hydra_restore_singletons")
 def test_a_record_the_worker_cannot_write_stops_the_sweep(hydra_sweep_runner: TSweepRunner, tmp_path: Path) -> None:
-    counts, db = tmp_path / "counts.json", tmp_path / "mlflow.db"
+    db = tmp_path / "mlflow.db"
     db.write_bytes(b"not a database " * 100)
-    hook = f"{{_target_:tests.test_launcher_suite.BrokenStoreHook,path:'{counts}',db:'{db}'}}"
-    overrides = ["hydra/launcher=ray", "hydra.launcher.progress=false", "+a=0,1", f"hydra.launcher.hook={hook}"]
-    sweep = hydra_sweep_runner(calling_file=None, calling_module="hydra.test_utils.a_module", task_function=None,
-                               config_path="configs", config_name="compose", overrides=overrides,
-                               temp_dir=tmp_path / "sweep")
-    with pytest.raises(CompactHydraException, match=r"sweep stopped: run #\d \(\+a=\d\) ended but BrokenStoreHook "
-                                                    r"could not record it: .*not a database"), sweep:
-        pass
-    stats = json.loads(counts.read_text())
+    stats = stopped_sweep(hydra_sweep_runner, tmp_path, f"BrokenStoreHook,path:'{tmp_path / 'counts.json'}',db:'{db}'",
+                          r"sweep stopped: run #\d \(\+a=\d\) ended but BrokenStoreHook could not record it: "
+                          r".*not a database")
     assert (stats["done"], stats["failed"], stats["not_run"]) == (0, 0, 2)
     assert db.read_bytes() == b"not a database " * 100
 

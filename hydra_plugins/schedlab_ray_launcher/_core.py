@@ -321,20 +321,17 @@ def _run_on_ray(options: dict[str, Any], task_function: TaskFunction, hydra_cont
 def _record(hook: SweepHook, report: RunReport, stats: SweepStats) -> None:
     """Hand a result to the hook; when it (or its recorder on the worker) cannot record it, stop the sweep
     (the next would fail too)."""
-    try:
-        if report.record_error is not None:
-            raise _WorkerRecordError(report.record_error)
-        hook.on_result(report)
-    except Exception as error:
-        why = str(error) if isinstance(error, _WorkerRecordError) else _one_line(error)
-        stats.stopped = (f"run #{report.run.index} ({report.run.label}) ended but {type(hook).__name__} could not "
-                         f"record it: {why}")
-        raise SweepAbortedError(f"sweep stopped: {stats.stopped}; runs recorded before it are kept, rerun the "
-                                f"same command to resume") from error
-
-
-class _WorkerRecordError(Exception):
-    """The hook's recorder failed on the worker (the message is already one line)."""
+    why, cause = report.record_error, None
+    if why is None:
+        try:
+            hook.on_result(report)
+            return
+        except Exception as error:
+            why, cause = _one_line(error), error
+    stats.stopped = (f"run #{report.run.index} ({report.run.label}) ended but {type(hook).__name__} could not "
+                     f"record it: {why}")
+    raise SweepAbortedError(f"sweep stopped: {stats.stopped}; runs recorded before it are kept, rerun the "
+                            f"same command to resume") from cause
 
 
 def _collect(ref: ray.ObjectRef, run: PlannedRun) -> tuple[RunReport, JobReturn]:
