@@ -24,8 +24,9 @@ from typing import Any
 
 from hydra.core.override_parser.overrides_parser import OverridesParser
 from hydra.types import RunMode
-from omegaconf import DictConfig, ListConfig, OmegaConf
+from omegaconf import DictConfig, OmegaConf
 
+from hydra_plugins.schedlab_ray_launcher._compose import task_config
 from hydra_plugins.schedlab_ray_launcher.hooks import PlannedRun, RunReport, SweepAbortedError, SweepStats
 from sim.core import InputError
 from sweeps import task
@@ -38,18 +39,6 @@ DEFAULT_NON_SEMANTIC = ("tracking", "sweep", "experiment_name", "replications", 
 #: where runs go when the command line changes what the default experiment computes (see :func:`adhoc`)
 ADHOC_EXPERIMENT = "schedlab-adhoc"
 CODE_TAG, INPUTS_TAG, INPUT_FILES_TAG = f"{TAG}code", f"{TAG}inputs", f"{TAG}input_files"
-
-
-def task_config(cfg: DictConfig) -> dict[str, Any]:
-    """The run's resolved config as a plain dict, without the ``hydra`` node."""
-    plain: dict[str, Any] = {}
-    for key in cfg:
-        if key == "hydra":
-            continue
-        value = OmegaConf.select(cfg, str(key), throw_on_missing=False)
-        plain[str(key)] = (OmegaConf.to_container(value, resolve=True, throw_on_missing=False)
-                           if isinstance(value, DictConfig | ListConfig) else value)
-    return plain
 
 
 @cache
@@ -91,7 +80,10 @@ class SweepTracker:
         errors: dict[str, list[PlannedRun]] = {}
         for run in runs:
             try:
-                self.check(run.index, task_config(run.config), workload_choice(run.config))
+                if run.plain is not None:  # read off its shape by the composition cache: not composed
+                    self.check(run.index, run.plain, run.workload)
+                else:
+                    self.check(run.index, task_config(run.config), workload_choice(run.config))
             except InputError as e:
                 errors.setdefault(str(e), []).append(run)
         if errors:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -20,6 +21,7 @@ from omegaconf import DictConfig, ListConfig, OmegaConf, open_dict
 
 from hydra_plugins.schedlab_ray_launcher import _core
 from hydra_plugins.schedlab_ray_launcher._compose import CachingConfigLoader
+from hydra_plugins.schedlab_ray_launcher.sweeper import validate_batch
 from sweeps.hook import DEFAULT_NON_SEMANTIC, task_config
 from sweeps.tracking import flatten, run_key
 from tests.conftest import REPO
@@ -107,9 +109,21 @@ def test_every_run_of_every_experiment_composes_as_hydra_does(loader: ConfigLoad
     jobs = sweep_jobs(loader, experiment)
     with mock.patch.object(loader, "load_sweep_config", wraps=loader.load_sweep_config) as hydra_compose:
         for job in jobs:
-            assert_same(loader.load_sweep_config(cfg, job), cached.load_sweep_config(cfg, job))
+            full = loader.load_sweep_config(cfg, job)
+            assert_same(full, cached.load_sweep_config(cfg, job))
+            assert_same_plain(full, cached.plain(cfg, job))
     groups = {tuple(o for o in job if loader.repository.group_exists(o.split("=")[0])) for job in jobs}
     assert hydra_compose.call_count == len(jobs) + len(groups)  # one full compose per set of group choices
+    assert all(cached.plain(cfg, job) is not None for job in jobs)  # no experiment needs a run composed
+
+
+def assert_same_plain(full: DictConfig, plain: tuple[dict[str, Any], str] | None) -> None:
+    """The cache's plain description of a run (when it has one) is the run's resolved task config, type
+    for type, and its workload choice."""
+    if plain is not None:
+        task, workload = plain
+        assert json.dumps(task, sort_keys=True) == json.dumps(resolved(full), sort_keys=True)
+        assert workload == full.hydra.runtime.choices.workload
 
 
 @pytest.mark.parametrize("overrides", [
@@ -128,7 +142,9 @@ def test_hand_written_overrides_compose_as_hydra_does(loader: ConfigLoader, over
     with mock.patch.object(loader, "load_sweep_config", wraps=loader.load_sweep_config) as hydra_compose:
         for order in ("ljf", "fcfs"):
             run = [*overrides, f"policy.order={order}"]
-            assert_same(loader.load_sweep_config(cfg, run), cached.load_sweep_config(cfg, run))
+            full = loader.load_sweep_config(cfg, run)
+            assert_same(full, cached.load_sweep_config(cfg, run))
+            assert_same_plain(full, cached.plain(cfg, run))
     assert hydra_compose.call_count == 2 + 1  # the two full composes above, one for the cache
 
 
@@ -173,30 +189,54 @@ def reference_task(loader: ConfigLoader, cfg: DictConfig, job: list[str], idx: i
      "workload.arrival_rate=choice(0.01,0.02)", "experiment_name=run-${seed}"],
     ["workload=drevt_csv", "workload.path=traces/t${seed}.csv", "seed=range(0,2)", "policy=fcfs,easy",
      "experiment_name=job-${hydra:job.num}"],
+    ["policy=easy,conservative", "cluster=hpc16,hpc128", "seed=range(0,3)", "workload.jobs=30",
+     "workload.arrival_rate=choice(0.01,0.02)", "experiment_name='plain values'"],
 ])
 def test_every_launched_run_is_hydras_compose_field_by_field(loader: ConfigLoader, params: list[str],
                                                              tmp_path: Path) -> None:
-    """The launcher's path (the sweeper's check, then the launcher's compose of each run) gives each run
-    the resolved config and run key of Hydra's own compose, and composes each run only once."""
+    """The launcher's path (the sweeper's check, then the launcher's plan and compose of each run) gives
+    each run the resolved config and run key of Hydra's own compose, both as the plain data it is
+    planned with and as the config it runs with; a run is composed once, and one the cache describes
+    as plain data only when it runs."""
     cfg = master(loader, *params)
     parsed = OverridesParser.create(config_loader=loader).parse_overrides(params)
     jobs = [list(job) for job in BasicSweeper.split_arguments(parsed, None)[0]]
     cached = CachingConfigLoader(loader)
     context = HydraContext(config_loader=cached, callbacks=None)
-    with mock.patch.object(loader, "load_sweep_config", wraps=loader.load_sweep_config) as hydra_compose:
-        for job in jobs:  # BasicSweeper.validate_batch_is_legal
-            cached.load_sweep_config(cfg, job)
-        runs = [_core._compose(context, cfg, job, i, tmp_path) for i, job in enumerate(jobs)]
+    with mock.patch.object(loader, "load_sweep_config", wraps=loader.load_sweep_config) as hydra_compose, \
+            mock.patch.object(cached, "_compose", wraps=cached._compose) as cache_compose:
+        assert validate_batch(context, cfg, jobs)  # the schedlab sweeper's validate_batch_is_legal
+        runs = [_core._planned(context, cfg, job, i, tmp_path) for i, job in enumerate(jobs)]
+        described = [run.plain is not None for run in runs]
+        assert cache_compose.call_count == described.count(False)  # plain runs: nothing composed yet
+        configs = [task_config(run.composed()) for run in runs]  # as each is submitted
     shapes = {tuple(o for o in job if loader.repository.group_exists(o.split("=")[0])) for job in jobs}
     assert hydra_compose.call_count == len(shapes)  # the launcher took the sweeper's configs
-    for i, (job, run) in enumerate(zip(jobs, runs, strict=True)):
-        ours, hydras = task_config(run.config), reference_task(loader, cfg, job, i)
+    assert cache_compose.call_count == len(jobs)
+    assert all(described) == ("${" not in " ".join(params))  # interpolating overrides: composed runs
+    keys = DEFAULT_NON_SEMANTIC
+    for i, (job, run, ours) in enumerate(zip(jobs, runs, configs, strict=True)):
+        hydras = reference_task(loader, cfg, job, i)
         assert flatten(ours) == flatten(hydras), job
-        keys = DEFAULT_NON_SEMANTIC
         assert run_key(ours, keys) == run_key(hydras, keys)
-    assert len({run_key(task_config(r.config), DEFAULT_NON_SEMANTIC) for r in runs}) == len(jobs)
+        if run.plain is not None:
+            assert json.dumps(run.plain, sort_keys=True) == json.dumps(hydras, sort_keys=True), job
+            _core._check_planned(run.composed(), run.plain)  # what the worker checks before it runs it
+    assert len({run_key(c, keys) for c in configs}) == len(jobs)
     if "${hydra:job.num}" in params[-1]:
-        assert [task_config(r.config)["experiment_name"] for r in runs] == [f"job-{i}" for i in range(len(jobs))]
+        assert [c["experiment_name"] for c in configs] == [f"job-{i}" for i in range(len(jobs))]
+
+
+def test_a_worker_refuses_a_config_that_differs_from_the_planned_one(loader: ConfigLoader, tmp_path: Path) -> None:
+    cfg, job = master(loader), ["policy=easy", "seed=3", "workload.jobs=30"]
+    cached = CachingConfigLoader(loader)
+    run = _core._planned(HydraContext(config_loader=cached, callbacks=None), cfg, job, 0, tmp_path)
+    assert run.plain is not None and run.config is None
+    wrong = {**run.plain, "workload": {**run.plain["workload"], "jobs": 31}}
+    with pytest.raises(RuntimeError, match=r"differs from the one the driver planned the run with \(keys workload\)"):
+        _core._check_planned(run.composed(), wrong)
+    run.release()
+    assert run.config is None and task_config(run.composed())["workload"]["jobs"] == 30  # composed again
 
 
 def test_a_kept_config_is_peeked_then_taken_without_composing_again(loader: ConfigLoader) -> None:

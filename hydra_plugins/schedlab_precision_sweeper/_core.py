@@ -89,6 +89,8 @@ class PrecisionSweep:
 
     def sweep(self, arguments: list[str]) -> list[Sequence[JobReturn]]:
         """Run rounds until every cell is met, capped, failing or deterministic; print the table."""
+        from hydra_plugins.schedlab_ray_launcher.sweeper import validate_batch
+
         config = self.sweeper.config
         cells = self._cells(arguments)
         baseline_of = self._pairs(cells)
@@ -107,7 +109,8 @@ class PrecisionSweep:
                 round_no += 1
                 log.info(f"precision round {round_no}: {len(jobs)} runs for {len({j.cell for j in jobs})} cell(s)")
                 batch = [[*cells[job.cell], f"{self.seed_key}={job.seed}"] for job in jobs]
-                self.sweeper.validate_batch_is_legal(batch)
+                if not validate_batch(self.sweeper.hydra_context, config, batch):
+                    self.sweeper.validate_batch_is_legal(batch)
                 if round_no == 1:  # every run of the first round composes and is valid: now start Ray, once
                     session.enter_context(_one_ray(self.launcher, functools.partial(self._planned, batch)))
                 results = self.launcher.launch(batch, initial_job_idx=index)
@@ -178,15 +181,23 @@ class PrecisionSweep:
         return bool(flag) if flag is not None else str(target) not in REPLAYS
 
     def _planned(self, batch: list[list[str]]) -> list[Any]:
-        """The runs of ``batch`` composed as the Ray launcher's hook sees them (for its validation):
-        the configs ``validate_batch_is_legal`` composed, when the loader kept them."""
+        """The runs of ``batch`` as the Ray launcher's hook sees them (for its validation): plain data
+        where the composition cache can describe a run, else the config its check composed and kept."""
         from hydra_plugins.schedlab_ray_launcher._compose import CachingConfigLoader
         from hydra_plugins.schedlab_ray_launcher.hooks import PlannedRun
 
-        loader = self.sweeper.hydra_context.config_loader
-        compose = loader.peek if isinstance(loader, CachingConfigLoader) else loader.load_sweep_config
-        return [PlannedRun(index=i, overrides=overrides, config=compose(self.sweeper.config, overrides))
-                for i, overrides in enumerate(batch)]
+        loader, config = self.sweeper.hydra_context.config_loader, self.sweeper.config
+        if not isinstance(loader, CachingConfigLoader):
+            return [PlannedRun(i, overrides, loader.load_sweep_config(config, overrides))
+                    for i, overrides in enumerate(batch)]
+        runs = []
+        for i, overrides in enumerate(batch):
+            plain = loader.plain(config, overrides)  # described as plain data, or composed (and kept)
+            run = PlannedRun(i, overrides, loader.peek(config, overrides) if plain is None else None)
+            if plain is not None:
+                run.plain, run.workload = plain
+            runs.append(run)
+        return runs
 
     # -- the results -------------------------------------------------------------------------------
     def _take(self, state: dict[str, stats.Cell], jobs: list[Job], results: Sequence[JobReturn], first: int) -> None:

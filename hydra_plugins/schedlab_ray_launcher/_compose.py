@@ -6,6 +6,13 @@ in value overrides (``seed=3``, ``workload.arrival_rate=0.02``). :class:`Caching
 composes once per distinct set of group overrides, then per run copies that config and applies
 the value overrides exactly as Hydra does after composing. A run's config is composed once: the
 sweeper's check that every run composes (``validate_batch_is_legal``) leaves it for the launcher.
+
+Most runs need not be composed on the driver at all: when a run's shape has no interpolation but
+``${hydra:runtime.cwd}`` outside its ``hydra`` node and each value override sets a plain leaf to a
+plain value, :meth:`CachingConfigLoader.plain` gives the run's resolved task config as plain data
+(its shape's resolved template with the values set), and :meth:`~CachingConfigLoader.check` checks
+the run without composing it. A resume that skips such runs composes none; the launcher composes the
+ones it runs as it submits them, and the worker checks that config against the plain one.
 """
 
 import pickle
@@ -15,18 +22,79 @@ from typing import Any
 from hydra._internal.config_loader_impl import get_overrides_dirname  # Hydra's own: same dir names
 from hydra.core.config_loader import ConfigLoader
 from hydra.core.config_search_path import ConfigSearchPath
+from hydra.core.hydra_config import HydraConfig
 from hydra.core.object_type import ObjectType
 from hydra.core.override_parser.overrides_parser import OverridesParser
 from hydra.core.override_parser.types import Override
 from hydra.plugins.config_source import ConfigSource
 from hydra.types import RunMode
-from omegaconf import DictConfig, OmegaConf
+from omegaconf import AnyNode, DictConfig, ListConfig, OmegaConf
+
+#: the only interpolation a run's task config may hold for :meth:`CachingConfigLoader.plain`: the same
+#: for every run of a sweep (the launch directory)
+CONSTANT_INTERPOLATION = "${hydra:runtime.cwd}"
+PLAIN_VALUES = (int, float, bool, str, type(None))
 
 
 def copy_config(cfg: DictConfig) -> DictConfig:
     """A deep copy of ``cfg`` through pickle: the same nodes, flags and types as ``copy.deepcopy``
     gives (the composition tests compare them node by node), in about 60 % of its time (measured)."""
     return pickle.loads(pickle.dumps(cfg, protocol=pickle.HIGHEST_PROTOCOL))
+
+
+def task_config(cfg: DictConfig) -> dict[str, Any]:
+    """The run's resolved config as a plain dict, without the ``hydra`` node."""
+    plain: dict[str, Any] = {}
+    for key in cfg:
+        if key == "hydra":
+            continue
+        value = OmegaConf.select(cfg, str(key), throw_on_missing=False)
+        plain[str(key)] = (OmegaConf.to_container(value, resolve=True, throw_on_missing=False)
+                           if isinstance(value, DictConfig | ListConfig) else value)
+    return plain
+
+
+def _template(base: DictConfig) -> bytes | None:
+    """A shape's resolved task config, pickled (copied per run), when its only interpolations are
+    :data:`CONSTANT_INTERPOLATION`; ``None`` when some run of it could resolve differently."""
+    raw = OmegaConf.to_container(base, resolve=False)
+    raw.pop("hydra", None)
+    if any("${" in text.replace(CONSTANT_INTERPOLATION, "") for text in _strings(raw)):
+        return None
+    hydra = HydraConfig.instance()
+    before, hydra.cfg = hydra.cfg, base  # ${hydra:runtime.cwd} resolves against the shape's own node
+    try:
+        return pickle.dumps(task_config(base), protocol=pickle.HIGHEST_PROTOCOL)
+    finally:
+        hydra.cfg = before
+
+
+def _strings(value: Any) -> list[str]:
+    if isinstance(value, str):
+        return [value]
+    if isinstance(value, dict):
+        return [s for v in value.values() for s in _strings(v)]
+    if isinstance(value, list):
+        return [s for v in value for s in _strings(v)]
+    return []
+
+
+def _plain_leaf(base: DictConfig, o: Override) -> bool:
+    """Whether value override ``o`` sets a plain (untyped, non-container) leaf of ``base`` to a plain
+    value: then setting it in the resolved task config is what Hydra's ``OmegaConf.update`` does."""
+    value = o.value()
+    if not isinstance(value, PLAIN_VALUES) or (isinstance(value, str) and "${" in value):
+        return False
+    *parents, leaf = o.key_or_group.split(".")
+    node: Any = base
+    try:
+        for part in parents:
+            node = node._get_node(part)
+            if not isinstance(node, DictConfig) or node._is_none() or node._is_interpolation():
+                return False
+        return type(node._get_node(leaf)) is AnyNode
+    except Exception:  # a key the config does not have: Hydra's compose words the error
+        return False
 
 
 class CachingConfigLoader(ConfigLoader):
@@ -47,6 +115,7 @@ class CachingConfigLoader(ConfigLoader):
         self._parsed: dict[str, Override] = {}
         self._master: DictConfig | None = None
         self._bases: OrderedDict[tuple[str, ...], DictConfig] = OrderedDict()
+        self._templates: dict[tuple[str, ...], bytes | None] = {}
         self._composed_for: DictConfig | None = None
         self._composed: dict[tuple[str, ...], DictConfig] = {}
 
@@ -66,6 +135,42 @@ class CachingConfigLoader(ConfigLoader):
             self._composed.clear()
         self._composed[tuple(sweep_overrides)] = cfg
         return cfg
+
+    def check(self, master_config: DictConfig, sweep_overrides: list[str]) -> None:
+        """What ``validate_batch_is_legal`` asks, cheaply: a run :meth:`plain` can describe is checked
+        without composing it; any other run is composed (and kept for :meth:`take`), raising Hydra's error."""
+        if self.plain(master_config, sweep_overrides, build=False) is None:
+            self.load_sweep_config(master_config, sweep_overrides)
+
+    def plain(self, master_config: DictConfig, sweep_overrides: list[str], build: bool = True
+              ) -> tuple[dict[str, Any], str] | None:
+        """The run's resolved task config (what :func:`task_config` gives for its composed config) and its
+        ``workload`` group choice, without composing the run; ``None`` when that cannot be read off its
+        shape (the run must be composed). ``build=False`` only says whether it can (``({}, "")``)."""
+        split = self._split(master_config, sweep_overrides)
+        if split is None:
+            return None
+        _, groups, values = split
+        shape = tuple(str(o.input_line) for o in groups)
+        try:
+            base = self._base(master_config, shape)
+        except Exception:  # Hydra's full compose raises the error, in Hydra's words
+            return None
+        if shape not in self._templates:
+            self._templates[shape] = _template(base)
+        template = self._templates[shape]
+        if template is None or not all(_plain_leaf(base, o) for o in values):
+            return None
+        if not build:
+            return {}, ""
+        task = pickle.loads(template)
+        for o in values:
+            *parents, leaf = o.key_or_group.split(".")
+            node = task
+            for part in parents:
+                node = node[part]
+            node[leaf] = o.value()
+        return task, str(OmegaConf.select(base, "hydra.runtime.choices.workload", default="") or "")
 
     def peek(self, master_config: DictConfig, sweep_overrides: list[str]) -> DictConfig:
         """The config kept for these overrides, still kept (read it, do not change it); composed and
@@ -133,12 +238,13 @@ class CachingConfigLoader(ConfigLoader):
         if master is not self._master:
             self._master = master
             self._bases.clear()
+            self._templates.clear()
         if group_overrides in self._bases:
             self._bases.move_to_end(group_overrides)
         else:
             self._bases[group_overrides] = self.loader.load_sweep_config(master, list(group_overrides))
             if len(self._bases) > self.max_bases:
-                self._bases.popitem(last=False)
+                self._templates.pop(self._bases.popitem(last=False)[0], None)
         return self._bases[group_overrides]
 
     # -- the rest of the ConfigLoader interface, delegated -------------------------------------

@@ -1,5 +1,6 @@
 """The launcher's work: compose on the driver, run on Ray, gather with ``ray.wait``."""
 
+import functools
 import json
 import logging
 import os
@@ -19,7 +20,7 @@ from hydra.types import HydraContext, TaskFunction
 from omegaconf import DictConfig, ListConfig, OmegaConf, open_dict, read_write
 
 from hydra_plugins.schedlab_ray_launcher import _checks
-from hydra_plugins.schedlab_ray_launcher._compose import CachingConfigLoader
+from hydra_plugins.schedlab_ray_launcher._compose import CachingConfigLoader, task_config
 from hydra_plugins.schedlab_ray_launcher._progress import Progress, print_summary
 from hydra_plugins.schedlab_ray_launcher.hooks import (
     NullHook,
@@ -45,7 +46,7 @@ def launch(launcher: Any, job_overrides: Sequence[Sequence[str]], initial_job_id
     sweep_dir.mkdir(parents=True, exist_ok=True)
 
     tic = time.perf_counter()
-    runs = [_compose(hydra_context, config, list(ov), initial_job_idx + i, sweep_dir)
+    runs = [_planned(hydra_context, config, list(ov), initial_job_idx + i, sweep_dir)
             for i, ov in enumerate(job_overrides)]
     if isinstance(hydra_context.config_loader, CachingConfigLoader):
         hydra_context.config_loader.forget()
@@ -94,8 +95,23 @@ def _write_stats(path: Path, stats: SweepStats, timings: dict[str, float]) -> No
     path.write_text(json.dumps({**counts, "seconds": stats.seconds, "timings": timings}, indent=1))
 
 
-def _compose(hydra_context: HydraContext, config: DictConfig, overrides: list[str], idx: int,
+def _planned(hydra_context: HydraContext, config: DictConfig, overrides: list[str], idx: int,
              sweep_dir: Path) -> PlannedRun:
+    """One run of the batch: described as plain data when the composition cache can
+    (:meth:`CachingConfigLoader.plain`; composed only when it is submitted), else composed now."""
+    build = functools.partial(_compose, hydra_context, config, overrides, idx, sweep_dir)
+    run = PlannedRun(index=idx, overrides=list(filter_overrides(overrides)), config=None, build=build)
+    loader = hydra_context.config_loader
+    plain = loader.plain(config, overrides) if isinstance(loader, CachingConfigLoader) else None
+    if plain is None:
+        run.composed()
+    else:
+        run.plain, run.workload = plain
+    return run
+
+
+def _compose(hydra_context: HydraContext, config: DictConfig, overrides: list[str], idx: int,
+             sweep_dir: Path) -> DictConfig:
     """Compose and resolve one run on the driver, so interpolations see the driver's paths.
 
     The config the sweeper composed to check the run is reused when the loader kept it
@@ -121,7 +137,7 @@ def _compose(hydra_context: HydraContext, config: DictConfig, overrides: list[st
                 OmegaConf.resolve(node)
             else:
                 cfg[key] = cfg[key]
-    return PlannedRun(index=idx, overrides=list(filter_overrides(overrides)), config=cfg)
+    return cfg
 
 
 class _Config:
@@ -135,7 +151,7 @@ class _Config:
             return self
         if ret._configs[self.slot] is None:
             make = _task_config if self.slot == 0 else _hydra_config
-            ret._configs[self.slot] = make(ret._run.config)
+            ret._configs[self.slot] = make(ret._run.composed())
         return ret._configs[self.slot]
 
     def __set__(self, ret: "_RunReturn", value: DictConfig | None) -> None:
@@ -295,7 +311,8 @@ def _run_on_ray(options: dict[str, Any], task_function: TaskFunction, hydra_cont
                 record = recorder(run) if recorder is not None else None
                 # one C-pickled blob: Ray's cloudpickle visits each of a config's ~500 objects in Python
                 # (9 of the driver's ms per run; this takes 2)
-                job = pickle.dumps((run.config, record), protocol=pickle.HIGHEST_PROTOCOL)
+                job = pickle.dumps((run.composed(), record, run.plain), protocol=pickle.HIGHEST_PROTOCOL)
+                run.release()  # the sweep keeps only the configs of runs not yet submitted
                 in_flight[remote.remote(shared, job)] = run
             progress.update(running=min(len(in_flight), slots))
             ready, _ = ray.wait(list(in_flight), num_returns=1)
@@ -366,9 +383,11 @@ def _execute(shared: list[ray.ObjectRef], job: bytes) -> tuple[RunReport, JobRet
         _SHARED.clear()
         _SHARED[key] = ray.get(shared[0])
     task_function, callbacks, singleton_state = _SHARED[key]
-    cfg, record = pickle.loads(job)
+    cfg, record, plain = pickle.loads(job)
     setup_globals()
     Singleton.set_state(singleton_state)
+    if plain is not None:
+        _check_planned(cfg, plain)
     ctx = ray.get_runtime_context()
     start, tic = time.time(), time.perf_counter()
     ret = run_job(hydra_context=HydraContext(config_loader=None, callbacks=callbacks), task_function=task_function,
@@ -391,6 +410,18 @@ def _execute(shared: list[ray.ObjectRef], job: bytes) -> tuple[RunReport, JobRet
         except Exception as error:
             report.record_error = _one_line(error)
     return report, ret
+
+
+def _check_planned(cfg: DictConfig, plain: dict[str, Any]) -> None:
+    """Refuse to run a config that differs from the plain one the driver planned (and keyed and will
+    record) the run with: the composition cache must never make a run compute something else."""
+    HydraConfig.instance().cfg = cfg
+    ours = task_config(cfg)
+    if json.dumps(ours, sort_keys=True, default=str) != json.dumps(plain, sort_keys=True, default=str):
+        keys = sorted(k for k in {*ours, *plain} if json.dumps(ours.get(k), sort_keys=True, default=str)
+                      != json.dumps(plain.get(k), sort_keys=True, default=str))
+        raise RuntimeError(f"the composed config differs from the one the driver planned the run with "
+                           f"(keys {', '.join(keys)}): not run; a bug of the composition cache, please report it")
 
 
 def _one_line(exc: BaseException) -> str:

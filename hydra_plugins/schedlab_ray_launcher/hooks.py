@@ -23,11 +23,32 @@ class RunFailedError(CompactHydraException):
 
 @dataclasses.dataclass
 class PlannedRun:
-    """One run of the sweep, composed on the driver (``config`` includes the ``hydra`` node)."""
+    """One run of the sweep (``config``: composed on the driver, with the ``hydra`` node).
+
+    A run the composition cache can describe as plain data has ``plain`` (its resolved task config)
+    and ``workload`` (its ``workload`` group choice) and is composed only when :meth:`composed` is
+    called (by ``build``): a run that is skipped is never composed, and the launcher drops the
+    config once the run is submitted (:meth:`release`), so a sweep holds the configs of its active runs.
+    """
 
     index: int
     overrides: list[str]
-    config: DictConfig
+    config: DictConfig | None
+    plain: dict[str, Any] | None = None
+    workload: str = ""
+    build: Callable[[], DictConfig] | None = dataclasses.field(default=None, repr=False, compare=False)
+
+    def composed(self) -> DictConfig:
+        """The run's composed config (composed now if it was not, or was released)."""
+        if self.config is None:
+            assert self.build is not None, f"run #{self.index} has neither a config nor a way to compose it"
+            self.config = self.build()
+        return self.config
+
+    def release(self) -> None:
+        """Drop the composed config when it can be composed again."""
+        if self.build is not None:
+            self.config = None
 
     @property
     def label(self) -> str:
