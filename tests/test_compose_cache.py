@@ -20,7 +20,7 @@ from hydra.types import HydraContext, RunMode
 from omegaconf import DictConfig, ListConfig, OmegaConf, open_dict
 
 from hydra_plugins.schedlab_ray_launcher import _core
-from hydra_plugins.schedlab_ray_launcher._compose import CachingConfigLoader
+from hydra_plugins.schedlab_ray_launcher._compose import CachingConfigLoader, Recipe
 from hydra_plugins.schedlab_ray_launcher.sweeper import validate_batch
 from sweeps.hook import DEFAULT_NON_SEMANTIC, task_config
 from sweeps.tracking import flatten, run_key
@@ -117,11 +117,11 @@ def test_every_run_of_every_experiment_composes_as_hydra_does(loader: ConfigLoad
     assert all(cached.plain(cfg, job) is not None for job in jobs)  # no experiment needs a run composed
 
 
-def assert_same_plain(full: DictConfig, plain: tuple[dict[str, Any], str] | None) -> None:
+def assert_same_plain(full: DictConfig, plain: tuple[dict[str, Any], str, Recipe] | None) -> None:
     """The cache's plain description of a run (when it has one) is the run's resolved task config, type
     for type, and its workload choice."""
     if plain is not None:
-        task, workload = plain
+        task, workload, _ = plain
         assert json.dumps(task, sort_keys=True) == json.dumps(resolved(full), sort_keys=True)
         assert workload == full.hydra.runtime.choices.workload
 
@@ -221,7 +221,9 @@ def test_every_launched_run_is_hydras_compose_field_by_field(loader: ConfigLoade
         assert run_key(ours, keys) == run_key(hydras, keys)
         if run.plain is not None:
             assert json.dumps(run.plain, sort_keys=True) == json.dumps(hydras, sort_keys=True), job
-            _core._check_planned(run.composed(), run.plain)  # what the worker checks before it runs it
+            on_worker = _core._finish(run.recipe.compose(cached.base(cfg, run.recipe), cfg), i, tmp_path)
+            assert_same(run.composed(), on_worker)  # a worker composes it from the recipe as the driver does
+            _core._check_planned(on_worker, run.plain)  # what the worker checks before it runs it
     assert len({run_key(c, keys) for c in configs}) == len(jobs)
     if "${hydra:job.num}" in params[-1]:
         assert [c["experiment_name"] for c in configs] == [f"job-{i}" for i in range(len(jobs))]

@@ -17,6 +17,7 @@ ones it runs as it submits them, and the worker checks that config against the p
 
 import pickle
 from collections import OrderedDict
+from dataclasses import dataclass
 from typing import Any
 
 from hydra._internal.config_loader_impl import get_overrides_dirname  # Hydra's own: same dir names
@@ -97,6 +98,39 @@ def _plain_leaf(base: DictConfig, o: Override) -> bool:
         return False
 
 
+def apply_values(base: DictConfig, master: DictConfig, parsed: list[Override], values: list[Override]
+                 ) -> DictConfig:
+    """A run's config from its shape's composition ``base``: what Hydra does with the run's value
+    overrides after composing its groups, on a copy of ``base`` (``parsed``: all its overrides)."""
+    cfg = copy_config(base)
+    for o in values:
+        OmegaConf.update(cfg, o.key_or_group, o.value(), merge=True)
+    dirname = cfg.hydra.job.config.override_dirname
+    cfg.hydra.overrides.task = [o.input_line for o in parsed]
+    cfg.hydra.job.override_dirname = get_overrides_dirname(
+        overrides=parsed, exclude_keys=list(dirname.exclude_keys), item_sep=dirname.item_sep,
+        kv_sep=dirname.kv_sep)
+    OmegaConf.copy_cache(from_config=master, to_config=cfg)
+    return cfg
+
+
+@dataclass(frozen=True)
+class Recipe:
+    """How to compose a run the cache describes as plain data anywhere its shape's ``base`` is
+    (:func:`apply_values` with its overrides, the ``values`` positions being value overrides)."""
+
+    shape: tuple[str, ...]
+    overrides: tuple[str, ...]
+    values: tuple[int, ...]
+
+    def compose(self, base: DictConfig, master: DictConfig) -> DictConfig:
+        parsed = [_PARSER.parse_overrides([text])[0] for text in self.overrides]
+        return apply_values(base, master, parsed, [parsed[i] for i in self.values])
+
+
+_PARSER = OverridesParser.create()
+
+
 class CachingConfigLoader(ConfigLoader):
     """Hydra's config loader with ``load_sweep_config`` cached per set of group overrides.
 
@@ -143,14 +177,14 @@ class CachingConfigLoader(ConfigLoader):
             self.load_sweep_config(master_config, sweep_overrides)
 
     def plain(self, master_config: DictConfig, sweep_overrides: list[str], build: bool = True
-              ) -> tuple[dict[str, Any], str] | None:
-        """The run's resolved task config (what :func:`task_config` gives for its composed config) and its
-        ``workload`` group choice, without composing the run; ``None`` when that cannot be read off its
-        shape (the run must be composed). ``build=False`` only says whether it can (``({}, "")``)."""
+              ) -> tuple[dict[str, Any], str, Recipe] | None:
+        """The run's resolved task config (what :func:`task_config` gives for its composed config), its
+        ``workload`` group choice and how to compose it, without composing the run; ``None`` when that
+        cannot be read off its shape (the run must be composed). ``build=False`` only says whether it can."""
         split = self._split(master_config, sweep_overrides)
         if split is None:
             return None
-        _, groups, values = split
+        parsed, groups, values = split
         shape = tuple(str(o.input_line) for o in groups)
         try:
             base = self._base(master_config, shape)
@@ -161,8 +195,10 @@ class CachingConfigLoader(ConfigLoader):
         template = self._templates[shape]
         if template is None or not all(_plain_leaf(base, o) for o in values):
             return None
+        value_ids = {id(o) for o in values}
+        recipe = Recipe(shape, tuple(sweep_overrides), tuple(i for i, o in enumerate(parsed) if id(o) in value_ids))
         if not build:
-            return {}, ""
+            return {}, "", recipe
         task = pickle.loads(template)
         for o in values:
             *parents, leaf = o.key_or_group.split(".")
@@ -170,7 +206,11 @@ class CachingConfigLoader(ConfigLoader):
             for part in parents:
                 node = node[part]
             node[leaf] = o.value()
-        return task, str(OmegaConf.select(base, "hydra.runtime.choices.workload", default="") or "")
+        return task, str(OmegaConf.select(base, "hydra.runtime.choices.workload", default="") or ""), recipe
+
+    def base(self, master_config: DictConfig, recipe: Recipe) -> DictConfig:
+        """The composition a recipe starts from (read it, do not change it)."""
+        return self._base(master_config, recipe.shape)
 
     def peek(self, master_config: DictConfig, sweep_overrides: list[str]) -> DictConfig:
         """The config kept for these overrides, still kept (read it, do not change it); composed and
@@ -222,16 +262,7 @@ class CachingConfigLoader(ConfigLoader):
     def _compose(self, master: DictConfig, parsed: list[Override], groups: list[Override],
                  values: list[Override]) -> DictConfig:
         """The cached composition for ``groups``, then what Hydra does with the value overrides."""
-        cfg = copy_config(self._base(master, tuple(str(o.input_line) for o in groups)))
-        for o in values:
-            OmegaConf.update(cfg, o.key_or_group, o.value(), merge=True)
-        dirname = cfg.hydra.job.config.override_dirname
-        cfg.hydra.overrides.task = [o.input_line for o in parsed]
-        cfg.hydra.job.override_dirname = get_overrides_dirname(
-            overrides=parsed, exclude_keys=list(dirname.exclude_keys), item_sep=dirname.item_sep,
-            kv_sep=dirname.kv_sep)
-        OmegaConf.copy_cache(from_config=master, to_config=cfg)
-        return cfg
+        return apply_values(self._base(master, tuple(str(o.input_line) for o in groups)), master, parsed, values)
 
     def _base(self, master: DictConfig, group_overrides: tuple[str, ...]) -> DictConfig:
         """Hydra's composition with only the group overrides (the ``max_bases`` last used are kept)."""

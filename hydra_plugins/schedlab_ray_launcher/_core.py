@@ -20,7 +20,7 @@ from hydra.types import HydraContext, TaskFunction
 from omegaconf import DictConfig, ListConfig, OmegaConf, open_dict, read_write
 
 from hydra_plugins.schedlab_ray_launcher import _checks
-from hydra_plugins.schedlab_ray_launcher._compose import CachingConfigLoader, task_config
+from hydra_plugins.schedlab_ray_launcher._compose import CachingConfigLoader, Recipe, task_config
 from hydra_plugins.schedlab_ray_launcher._progress import Progress, print_summary
 from hydra_plugins.schedlab_ray_launcher.hooks import (
     NullHook,
@@ -60,7 +60,8 @@ def launch(launcher: Any, job_overrides: Sequence[Sequence[str]], initial_job_id
     returns: dict[int, JobReturn] = {}
     tic = time.perf_counter()
     try:
-        _plan_and_run(options, address, launcher.task_function, hydra_context, runs, stats, returns, hook, timings)
+        _plan_and_run(options, address, launcher.task_function, hydra_context, config, sweep_dir, runs, stats, returns,
+                      hook, timings)
     except KeyboardInterrupt:
         stats.interrupted = True
     except SweepAbortedError as error:
@@ -98,7 +99,8 @@ def _write_stats(path: Path, stats: SweepStats, timings: dict[str, float]) -> No
 def _planned(hydra_context: HydraContext, config: DictConfig, overrides: list[str], idx: int,
              sweep_dir: Path) -> PlannedRun:
     """One run of the batch: described as plain data when the composition cache can
-    (:meth:`CachingConfigLoader.plain`; composed only when it is submitted), else composed now."""
+    (:meth:`CachingConfigLoader.plain`: composed by the worker that runs it, on the driver only when
+    something reads its config), else composed now."""
     build = functools.partial(_compose, hydra_context, config, overrides, idx, sweep_dir)
     run = PlannedRun(index=idx, overrides=list(filter_overrides(overrides)), config=None, build=build)
     loader = hydra_context.config_loader
@@ -106,7 +108,7 @@ def _planned(hydra_context: HydraContext, config: DictConfig, overrides: list[st
     if plain is None:
         run.composed()
     else:
-        run.plain, run.workload = plain
+        run.plain, run.workload, run.recipe = plain
     return run
 
 
@@ -121,6 +123,12 @@ def _compose(hydra_context: HydraContext, config: DictConfig, overrides: list[st
     loader = hydra_context.config_loader
     cfg = loader.take(config, overrides) if isinstance(loader, CachingConfigLoader) else \
         loader.load_sweep_config(config, overrides)
+    return _finish(cfg, idx, sweep_dir)
+
+
+def _finish(cfg: DictConfig, idx: int, sweep_dir: Path) -> DictConfig:
+    """Number a composed run, place it in the sweep directory and resolve its task part (the driver's
+    last step for a run it composes, a worker's for one it composes from a recipe)."""
     with open_dict(cfg):
         cfg.hydra.job.id = idx
         cfg.hydra.job.num = idx
@@ -238,7 +246,7 @@ def _init(what: str, **kwargs: Any) -> None:
 
 
 def _plan_and_run(options: dict[str, Any], address: str | None, task_function: TaskFunction,
-                  hydra_context: HydraContext,
+                  hydra_context: HydraContext, config: DictConfig, sweep_dir: Path,
                   runs: list[PlannedRun], stats: SweepStats, returns: dict[int, JobReturn], hook: SweepHook,
                   timings: dict[str, float]) -> None:
     """Plan (the tracking store's one lookup), then start Ray only when some run is left to do: a
@@ -253,7 +261,7 @@ def _plan_and_run(options: dict[str, Any], address: str | None, task_function: T
     started = _connect(options, address)
     timings["ray_start"] = time.perf_counter() - tic
     try:
-        _run_on_ray(options, task_function, hydra_context, todo, stats, returns, hook, timings)
+        _run_on_ray(options, task_function, hydra_context, config, sweep_dir, todo, stats, returns, hook, timings)
     finally:
         if started:
             tic = time.perf_counter()
@@ -288,6 +296,7 @@ def _apply_plan(hook_name: str, runs: list[PlannedRun], skips: Sequence[str | No
 
 
 def _run_on_ray(options: dict[str, Any], task_function: TaskFunction, hydra_context: HydraContext,
+                config: DictConfig, sweep_dir: Path,
                 todo: list[PlannedRun], stats: SweepStats, returns: dict[int, JobReturn], hook: SweepHook,
                 timings: dict[str, float]) -> None:
     """Submit the runs (at most ``max_in_flight`` at once) and gather them as they finish."""
@@ -296,7 +305,8 @@ def _run_on_ray(options: dict[str, Any], task_function: TaskFunction, hydra_cont
     limit = int(options.get("max_in_flight") or 2 * slots)
     remote = ray.remote(_execute).options(num_cpus=num_cpus, max_retries=int(options.get("max_retries", 3)),
                                           retry_exceptions=False)
-    shared = [ray.put((task_function, hydra_context.callbacks, Singleton.get_state()))]  # a list: not resolved
+    shared = [ray.put((task_function, hydra_context.callbacks, Singleton.get_state(), config))]  # a list: not resolved
+    bases: dict[tuple[str, ...], ray.ObjectRef] = {}  # shape → its composition, once in the object store
     log.info(f"Launching {len(todo)} jobs on Ray ({slots} slots)")
     recorder = getattr(hook, "recorder", None)  # optional: hooks written before it have none
     pending = list(reversed(todo))
@@ -309,11 +319,16 @@ def _run_on_ray(options: dict[str, Any], task_function: TaskFunction, hydra_cont
             while pending and len(in_flight) < limit:
                 run = pending.pop()
                 record = recorder(run) if recorder is not None else None
+                if run.recipe is not None:  # the worker composes it from its shape's composition
+                    if run.recipe.shape not in bases:
+                        bases[run.recipe.shape] = ray.put(hydra_context.config_loader.base(config, run.recipe))
+                    config_or_recipe, base = run.recipe, [bases[run.recipe.shape]]
+                else:
+                    config_or_recipe, base = run.composed(), []
+                    run.release()  # the sweep keeps only the configs of runs not yet submitted
                 # one C-pickled blob: Ray's cloudpickle visits each of a config's ~500 objects in Python
-                # (9 of the driver's ms per run; this takes 2)
-                job = pickle.dumps((run.composed(), record, run.plain), protocol=pickle.HIGHEST_PROTOCOL)
-                run.release()  # the sweep keeps only the configs of runs not yet submitted
-                in_flight[remote.remote(shared, job)] = run
+                job = pickle.dumps((config_or_recipe, run.index, record, run.plain), protocol=pickle.HIGHEST_PROTOCOL)
+                in_flight[remote.remote(shared, job, base, str(sweep_dir))] = run
             progress.update(running=min(len(in_flight), slots))
             ready, _ = ray.wait(list(in_flight), num_returns=1)
             for ref in ready:
@@ -368,24 +383,36 @@ def _collect(ref: ray.ObjectRef, run: PlannedRun) -> tuple[RunReport, JobReturn]
                               _return_value=ret._return_value)
 
 
-_SHARED: dict[str, tuple] = {}
+_SHARED: dict[str, Any] = {}  # object id → what it holds, fetched once per worker process
+MAX_SHARED = 64
 
 
-def _execute(shared: list[ray.ObjectRef], job: bytes) -> tuple[RunReport, JobReturn]:
-    """Ray task: run one composed job (``job``: its pickled config and the hook's
-    :meth:`~SweepHook.recorder` for it) through Hydra's ``run_job`` in this worker, then record its
-    report here.
-
-    The task function and Hydra's global state are fetched once per worker process, not per run.
-    """
-    key = shared[0].hex()
+def _fetch(ref: ray.ObjectRef) -> Any:
+    key = ref.hex()
     if key not in _SHARED:
-        _SHARED.clear()
-        _SHARED[key] = ray.get(shared[0])
-    task_function, callbacks, singleton_state = _SHARED[key]
-    cfg, record, plain = pickle.loads(job)
+        if len(_SHARED) >= MAX_SHARED:
+            _SHARED.clear()
+        _SHARED[key] = ray.get(ref)
+    return _SHARED[key]
+
+
+def _execute(shared: list[ray.ObjectRef], job: bytes, base: list[ray.ObjectRef], sweep_dir: str
+             ) -> tuple[RunReport, JobReturn]:
+    """Ray task: run one job through Hydra's ``run_job`` in this worker, then record its report here.
+
+    ``job`` pickles the run's composed config, or the :class:`Recipe` that composes it here from its
+    shape's composition (``base``, fetched once per worker like the task function and Hydra's global
+    state in ``shared``), its index, the hook's :meth:`~SweepHook.recorder` for it and the plain
+    config the driver planned it with (checked before it runs).
+    """
+    task_function, callbacks, singleton_state, master = _fetch(shared[0])
+    config_or_recipe, index, record, plain = pickle.loads(job)
     setup_globals()
     Singleton.set_state(singleton_state)
+    if isinstance(config_or_recipe, Recipe):
+        cfg = _finish(config_or_recipe.compose(_fetch(base[0]), master), index, Path(sweep_dir))
+    else:
+        cfg = config_or_recipe
     if plain is not None:
         _check_planned(cfg, plain)
     ctx = ray.get_runtime_context()

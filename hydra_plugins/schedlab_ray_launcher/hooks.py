@@ -26,9 +26,10 @@ class PlannedRun:
     """One run of the sweep (``config``: composed on the driver, with the ``hydra`` node).
 
     A run the composition cache can describe as plain data has ``plain`` (its resolved task config)
-    and ``workload`` (its ``workload`` group choice) and is composed only when :meth:`composed` is
-    called (by ``build``): a run that is skipped is never composed, and the launcher drops the
-    config once the run is submitted (:meth:`release`), so a sweep holds the configs of its active runs.
+    and ``workload`` (its ``workload`` group choice) and is composed by the worker that runs it
+    (``recipe``), on the driver only when :meth:`composed` is called (by ``build``): a run that is
+    skipped is never composed. The launcher drops a config it composed once the run is submitted
+    (:meth:`release`), so a sweep holds no more configs than runs not yet submitted.
     """
 
     index: int
@@ -36,6 +37,8 @@ class PlannedRun:
     config: DictConfig | None
     plain: dict[str, Any] | None = None
     workload: str = ""
+    #: how a worker composes it (the composition cache's ``Recipe``), when it is described as plain data
+    recipe: Any = None
     build: Callable[[], DictConfig] | None = dataclasses.field(default=None, repr=False, compare=False)
 
     def composed(self) -> DictConfig:
