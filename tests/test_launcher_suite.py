@@ -21,12 +21,18 @@ from hydra.core.plugins import Plugins
 from hydra.core.utils import JobReturn, JobStatus
 from hydra.errors import CompactHydraException, Hydra14MigrationWarning
 from hydra.plugins.launcher import Launcher
-from hydra.test_utils.launcher_common_tests import IntegrationTestSuite, LauncherTestSuite
+from hydra.plugins.sweeper import Sweeper
+from hydra.test_utils.launcher_common_tests import (
+    BatchedSweeperTestSuite,
+    IntegrationTestSuite,
+    LauncherTestSuite,
+)
 from hydra.test_utils.test_utils import TSweepRunner
 from omegaconf import OmegaConf
 
 from hydra_plugins.schedlab_ray_launcher.hooks import NullHook, PlannedRun, RunReport, SweepStats
 from hydra_plugins.schedlab_ray_launcher.ray_launcher import RayLauncher
+from hydra_plugins.schedlab_ray_launcher.sweeper import SchedlabSweeper
 from sweeps.record import RunRecord, StoreLocation
 from sweeps.run import main
 from sweeps.task import RunOutcome
@@ -58,9 +64,20 @@ def fresh_version_base(hydra_restore_singletons: None) -> None:
 
 
 @pytest.mark.usefixtures("fresh_version_base")
-@pytest.mark.parametrize("launcher_name, overrides", [("ray", ["hydra.launcher.progress=false"])])
+@pytest.mark.parametrize("launcher_name, overrides", [
+    ("ray", ["hydra.launcher.progress=false"]),
+    ("ray", ["hydra/sweeper=schedlab", "hydra.launcher.progress=false"]),  # conf/'s sweeper: runs checked as plain data
+])
 class TestRayLauncher(LauncherTestSuite):
-    """Hydra's LauncherTestSuite on the bare launcher."""
+    """Hydra's LauncherTestSuite on the bare launcher, under Hydra's basic sweeper and schedlab's."""
+
+
+@pytest.mark.usefixtures("fresh_version_base")
+@pytest.mark.parametrize("launcher_name, overrides", [
+    ("ray", ["hydra/sweeper=schedlab", "hydra.sweeper.max_batch_size=2", "hydra.launcher.progress=false"]),
+])
+class TestSchedlabSweeperBatches(BatchedSweeperTestSuite):
+    """Hydra's BatchedSweeperTestSuite: schedlab's sweeper in batches of two, each launched on Ray."""
 
 
 @pytest.fixture()
@@ -77,6 +94,7 @@ class TestRayLauncherIntegration(IntegrationTestSuite):
 
 def test_discovery() -> None:
     assert RayLauncher.__name__ in [x.__name__ for x in Plugins.instance().discover(Launcher)]
+    assert SchedlabSweeper.__name__ in [x.__name__ for x in Plugins.instance().discover(Sweeper)]
 
 
 def schedlab_sweep(runner: TSweepRunner, folder: Path, launcher: str, *extra: str) -> list[JobReturn]:

@@ -147,6 +147,7 @@ class CachingConfigLoader(ConfigLoader):
         self._repository = getattr(loader, "repository", None)
         self._parser = OverridesParser.create()
         self._parsed: dict[str, Override] = {}
+        self._is_group: dict[str, bool] = {}  # key → whether it names a config group
         self._master: DictConfig | None = None
         self._bases: OrderedDict[tuple[str, ...], DictConfig] = OrderedDict()
         self._templates: dict[tuple[str, ...], bytes | None] = {}
@@ -242,7 +243,9 @@ class CachingConfigLoader(ConfigLoader):
             if (o.is_sweep_override() or o.is_add() or o.is_force_add() or o.is_delete()
                     or o.package is not None or o.key_or_group.startswith("hydra")):
                 return None
-            if not self._repository.group_exists(o.key_or_group):
+            if o.key_or_group not in self._is_group:
+                self._is_group[o.key_or_group] = self._repository.group_exists(o.key_or_group)
+            if not self._is_group[o.key_or_group]:
                 values.append(o)
             elif isinstance(o.value(), str):
                 groups.append(o)
