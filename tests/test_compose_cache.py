@@ -15,12 +15,15 @@ from hydra.core.config_loader import ConfigLoader
 from hydra.core.global_hydra import GlobalHydra
 from hydra.core.hydra_config import HydraConfig
 from hydra.core.override_parser.overrides_parser import OverridesParser
+from hydra.core.override_parser.types import Override
 from hydra.errors import ConfigCompositionException
 from hydra.types import HydraContext, RunMode
+from hypothesis import example, given, settings
+from hypothesis import strategies as st
 from omegaconf import DictConfig, ListConfig, OmegaConf, open_dict
 
-from hydra_plugins.schedlab_ray_launcher import _core
-from hydra_plugins.schedlab_ray_launcher._compose import CachingConfigLoader, Recipe
+from hydra_plugins.schedlab_ray_launcher import _compose, _core
+from hydra_plugins.schedlab_ray_launcher._compose import CachingConfigLoader, Recipe, parse_override
 from hydra_plugins.schedlab_ray_launcher.sweeper import validate_batch
 from sweeps.hook import DEFAULT_NON_SEMANTIC, task_config
 from sweeps.tracking import flatten, run_key
@@ -252,3 +255,43 @@ def test_a_kept_config_is_peeked_then_taken_without_composing_again(loader: Conf
     fresh = caching.peek(cfg, job)  # nothing kept any more: composed now, and kept
     assert fresh is not composed and caching.take(cfg, job) is fresh
     assert_same(composed, fresh)
+
+
+_KEY = st.from_regex(r"[A-Za-z_][A-Za-z0-9_]{0,6}(\.[A-Za-z_][A-Za-z0-9_]{0,6}){0,3}", fullmatch=True)
+_NUMBER_TEXT = st.one_of(st.integers(-10**20, 10**20).map(str),
+                         st.floats(allow_nan=False, allow_infinity=False).map(repr),
+                         st.from_regex(r"-?(0|[1-9][0-9]{0,4})\.[0-9]{1,25}", fullmatch=True))
+_TEXT = st.one_of(st.builds(lambda k, v: f"{k}={v}", _KEY, _NUMBER_TEXT),
+                  st.builds(lambda k, v: f"{k}={v}", _KEY, st.text("0123456789.-+_eE", min_size=1, max_size=8)))
+
+
+def _as_hydra_parses(o: Override) -> tuple[Any, ...]:
+    return (o.type, o.key_or_group, o.value_type, type(o._value), repr(o._value), o.package, o.input_line)
+
+
+@settings(max_examples=500, deadline=None)
+@given(_TEXT)
+@example("true=1").via("a grammar keyword as key")
+@example("x.null=-0.0").via("a grammar keyword as key, negative zero")
+@example("inf.nan=007")
+def test_a_number_override_is_read_as_hydras_grammar_parses_it(text: str) -> None:
+    """The fast path for ``key=number`` gives Hydra's own parse, and anything else is Hydra's parse."""
+    try:
+        hydra = OverridesParser.create().parse_overrides([text])[0]
+    except Exception as error:  # Hydra refuses it: so must we, in Hydra's words
+        with pytest.raises(type(error)):
+            parse_override(text)
+        return
+    assert _as_hydra_parses(parse_override(text)) == _as_hydra_parses(hydra)
+
+
+def test_number_overrides_take_the_fast_path() -> None:
+    """``seed=3`` and ``workload.arrival_rate=0.02`` do not go through Hydra's ANTLR parser; ``a=007``,
+    ``a=1e-3`` and ``policy=easy`` do (and parse as Hydra parses them)."""
+    with mock.patch.object(_compose._PARSER, "parse_overrides", side_effect=AssertionError("slow path")):
+        assert parse_override("seed=3")._value == 3
+        assert parse_override("workload.arrival_rate=0.02")._value == 0.02
+    for text in ("a=007", "a=1e-3", "policy=easy"):
+        with mock.patch.object(_compose._PARSER, "parse_overrides", wraps=_compose._PARSER.parse_overrides) as slow:
+            parse_override(text)
+        assert slow.call_count == 1, text

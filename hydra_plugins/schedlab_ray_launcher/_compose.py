@@ -16,6 +16,7 @@ ones it runs as it submits them, and the worker checks that config against the p
 """
 
 import pickle
+import re
 from collections import OrderedDict
 from dataclasses import dataclass
 from typing import Any
@@ -26,7 +27,7 @@ from hydra.core.config_search_path import ConfigSearchPath
 from hydra.core.hydra_config import HydraConfig
 from hydra.core.object_type import ObjectType
 from hydra.core.override_parser.overrides_parser import OverridesParser
-from hydra.core.override_parser.types import Override
+from hydra.core.override_parser.types import Override, OverrideType, ValueType
 from hydra.plugins.config_source import ConfigSource
 from hydra.types import RunMode
 from omegaconf import AnyNode, DictConfig, ListConfig, OmegaConf
@@ -124,11 +125,26 @@ class Recipe:
     values: tuple[int, ...]
 
     def compose(self, base: DictConfig, master: DictConfig) -> DictConfig:
-        parsed = [_PARSER.parse_overrides([text])[0] for text in self.overrides]
+        parsed = [parse_override(text) for text in self.overrides]
         return apply_values(base, master, parsed, [parsed[i] for i in self.values])
 
 
 _PARSER = OverridesParser.create()
+#: ``dotted.key=number`` with a decimal int or float literal: what a ``range()`` or a list of rates expands to
+_NUMBER = re.compile(r"([A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)*)=(-?(?:0|[1-9][0-9]*))(\.[0-9]+)?")
+
+
+def parse_override(text: str) -> Override:
+    """One override as Hydra's grammar parses it. ``key=number`` overrides (``seed=3``,
+    ``workload.arrival_rate=0.02``: most of a big sweep's) are read directly, about a hundred times
+    faster than Hydra's ANTLR parser, into the same :class:`Override` (a property test compares them)."""
+    match = _NUMBER.fullmatch(text)
+    if match is None:
+        return _PARSER.parse_overrides([text])[0]
+    key, whole, fraction = match.groups()
+    value: int | float = float(whole + fraction) if fraction else int(whole)
+    return Override(type=OverrideType.CHANGE, key_or_group=key, value_type=ValueType.ELEMENT, _value=value,
+                    input_line=text)
 
 
 class CachingConfigLoader(ConfigLoader):
@@ -145,7 +161,6 @@ class CachingConfigLoader(ConfigLoader):
         self.max_bases = max_bases
         self.max_parsed = max_parsed
         self._repository = getattr(loader, "repository", None)
-        self._parser = OverridesParser.create()
         self._parsed: dict[str, Override] = {}
         self._is_group: dict[str, bool] = {}  # key → whether it names a config group
         self._master: DictConfig | None = None
@@ -259,7 +274,7 @@ class CachingConfigLoader(ConfigLoader):
         if text not in self._parsed:
             if len(self._parsed) >= self.max_parsed:
                 self._parsed.clear()
-            self._parsed[text] = self._parser.parse_overrides([text])[0]
+            self._parsed[text] = parse_override(text)
         return self._parsed[text]
 
     def _compose(self, master: DictConfig, parsed: list[Override], groups: list[Override],
