@@ -70,6 +70,7 @@ class SweepTracker:
         self.hasher = InputHasher()
         self.results: list[tuple[dict[str, Any], dict[str, float]]] = []
         self.run_ids: dict[int, str] = {}
+        self.existing: dict[tuple[str, str], dict[str, list[Any]]] = {}  # (store, experiment) → runs by key
 
     # -- the SweepHook protocol -------------------------------------------------------------
     def validate(self, config: DictConfig, runs: Sequence[PlannedRun]) -> None:
@@ -149,7 +150,7 @@ class SweepTracker:
         existing: dict[str, list[Any]] = {}
         if tracking.get("uri"):
             self.store = open_store(str(tracking["uri"]), self.experiment_name, tracking.get("artifact_root"))
-            existing = self.store.runs_by_key()
+            existing = self.recorded_before(self.store)
         for key in {self.keys[i] for i in cfgs} & set(existing):  # left RUNNING by a killed driver
             for run in existing[key]:
                 if run.info.status == "RUNNING":
@@ -172,6 +173,14 @@ class SweepTracker:
                 decisions.append(None)
             self.first.setdefault(key, i)
         return decisions
+
+    def recorded_before(self, store: MlflowStore) -> dict[str, list[Any]]:
+        """The store's runs by run key as the sweep found them: one search per store and experiment per sweep
+        (in-process jobs are planned one at a time; each searching again made a resume quadratic in N)."""
+        where = (store.uri, store.experiment_id)
+        if where not in self.existing:
+            self.existing[where] = store.runs_by_key()
+        return self.existing[where]
 
     def changes(self, run: Any, index: int) -> list[str]:
         """What differs between a recorded run and run ``index`` besides the config ([] if nothing)."""

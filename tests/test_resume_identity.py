@@ -12,6 +12,7 @@ import subprocess
 import sys
 from collections.abc import Iterator
 from pathlib import Path
+from unittest import mock
 
 import pytest
 from hydra import compose, initialize_config_dir
@@ -25,6 +26,7 @@ from sim.core import InputError
 from sweeps import hook, task
 from sweeps.hook import SweepTracker, task_config, workload_choice
 from sweeps.identity import SIM_ROOT, InputHasher, code_fingerprint
+from sweeps.tracking import MlflowStore
 from tests.conftest import REPO
 from tests.test_sweeps import ENV, RUN, runs, sqlite_uri
 
@@ -220,3 +222,26 @@ def test_each_in_process_run_is_recorded_in_its_own_experiment(conf: None, trace
         assert tracker.plan_configs({index: plain}) == [None]
         tracker.record(index, "FINISHED", task.run_one(plain), None, None, "test", 0.0, 1.0, overrides)
     assert [len(runs(sqlite_uri(trace_dir), name)) for name in ("identity-a", "identity-b")] == [1, 1]
+
+
+def test_in_process_jobs_search_the_store_once_per_sweep(conf: None, trace_dir: Path) -> None:
+    """Hydra's basic launcher plans its jobs one at a time: the tracker searches a store's runs once per
+    sweep (each job searching again made a resume quadratic in N), and a second sweep still skips them all."""
+    jobs = trace_runs(trace_dir, policies=("easy", "fcfs", "conservative"))
+    for sweep_number in (1, 2):
+        tracker = SweepTracker(summary=False)
+        search_runs = mock.patch.object(MlflowStore, "runs_by_key", autospec=True, side_effect=MlflowStore.runs_by_key)
+        with search_runs as search:
+            decisions = []
+            for index, overrides in enumerate(jobs):
+                cfg = compose("config", overrides=overrides, return_hydra_config=True)
+                HydraConfig.instance().set_config(cfg)
+                tracker.configure(cfg)
+                plain = task_config(cfg)
+                tracker.check(index, plain, workload_choice(cfg))
+                decisions += tracker.plan_configs({index: plain})
+                if decisions[-1] is None:
+                    tracker.record(index, "FINISHED", task.run_one(plain), None, None, "test", 0.0, 1.0, overrides)
+        assert search.call_count == 1
+        assert [d is None for d in decisions] == [sweep_number == 1] * len(jobs)
+    assert len(runs(sqlite_uri(trace_dir), EXPERIMENT)) == len(jobs)
