@@ -257,6 +257,8 @@ def _plan_and_run(options: dict[str, Any], address: str | None, task_function: T
     if not todo:
         print(f"nothing to run: all {len(runs)} runs were recorded before or repeat another", flush=True)
         return
+    print(f"planned {len(runs)} runs in {timings['compose'] + timings['prepare']:.1f} s: {len(todo)} to run"
+          + (f", {stats.skipped} recorded before or repeating another" if stats.skipped else ""), flush=True)
     tic = time.perf_counter()
     started = _connect(options, address)
     timings["ray_start"] = time.perf_counter() - tic

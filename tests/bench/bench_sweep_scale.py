@@ -9,7 +9,8 @@ own user + system seconds: on a loaded machine wall time mostly measures the oth
 fresh process in its own directory with its own SQLite store. Writes ``sweep_scale.json`` and
 ``sweep_scale.md``.
 
-    python tests/bench/bench_sweep_scale.py --out bench-results [--sizes 100 2000] [--huge] [--no-basic]
+    python tests/bench/bench_sweep_scale.py --out bench-results [--sizes 100 2000] [--huge]
+        [--no-basic | --only ray|basic]
 """
 
 from __future__ import annotations
@@ -107,12 +108,13 @@ def main() -> None:
     parser.add_argument("--sizes", type=int, nargs="+", default=[100, 2000])
     parser.add_argument("--huge", action="store_true", help="also N = 10,000 (tens of minutes)")
     parser.add_argument("--no-basic", action="store_true", help="skip Hydra's basic launcher")
+    parser.add_argument("--only", choices=sorted(LAUNCHERS), help="one launcher only")
     args = parser.parse_args()
     sizes = sorted(set(args.sizes) | ({10_000} if args.huge else set()))
     args.out.mkdir(parents=True, exist_ok=True)
     results: dict[str, dict[int, dict]] = {}
     with tempfile.TemporaryDirectory(prefix="bench-scale-") as tmp:
-        for launcher in [k for k in LAUNCHERS if not (args.no_basic and k == "basic")]:
+        for launcher in [k for k in LAUNCHERS if not (args.no_basic and k == "basic") and args.only in (None, k)]:
             for n in sizes:
                 cwd = Path(tmp) / f"{launcher}-{n}"
                 cwd.mkdir()
