@@ -81,13 +81,16 @@ def _strings(value: Any) -> list[str]:
     return []
 
 
-def _plain_leaf(base: DictConfig, o: Override) -> bool:
-    """Whether value override ``o`` sets a plain (untyped, non-container) leaf of ``base`` to a plain
-    value: then setting it in the resolved task config is what Hydra's ``OmegaConf.update`` does."""
+def _plain_value(o: Override) -> bool:
+    """Whether value override ``o`` sets a plain value (no interpolation, no container)."""
     value = o.value()
-    if not isinstance(value, PLAIN_VALUES) or (isinstance(value, str) and "${" in value):
-        return False
-    *parents, leaf = o.key_or_group.split(".")
+    return isinstance(value, PLAIN_VALUES) and not (isinstance(value, str) and "${" in value)
+
+
+def _plain_node(base: DictConfig, key: str) -> bool:
+    """Whether ``key`` names a plain (untyped, non-container) leaf of ``base``: then setting it in the
+    resolved task config is what Hydra's ``OmegaConf.update`` does."""
+    *parents, leaf = key.split(".")
     node: Any = base
     try:
         for part in parents:
@@ -97,6 +100,26 @@ def _plain_leaf(base: DictConfig, o: Override) -> bool:
         return type(node._get_node(leaf)) is AnyNode
     except Exception:  # a key the config does not have: Hydra's compose words the error
         return False
+
+
+@dataclass
+class _Shape:
+    """What the cache knows of one shape's composition: its resolved task config pickled (``None`` when
+    some run of it could resolve differently, see :func:`_template`), its ``workload`` group choice, and
+    which keys are plain leaves (asked once per key)."""
+
+    template: bytes | None
+    workload: str
+    plain_keys: dict[str, bool]
+
+    @classmethod
+    def of(cls, base: DictConfig) -> "_Shape":
+        return cls(_template(base), str(OmegaConf.select(base, "hydra.runtime.choices.workload", default="") or ""), {})
+
+    def plain_leaf(self, base: DictConfig, o: Override) -> bool:
+        if o.key_or_group not in self.plain_keys:
+            self.plain_keys[o.key_or_group] = _plain_node(base, o.key_or_group)
+        return self.plain_keys[o.key_or_group] and _plain_value(o)
 
 
 def apply_values(base: DictConfig, master: DictConfig, parsed: list[Override], values: list[Override]
@@ -165,7 +188,8 @@ class CachingConfigLoader(ConfigLoader):
         self._is_group: dict[str, bool] = {}  # key → whether it names a config group
         self._master: DictConfig | None = None
         self._bases: OrderedDict[tuple[str, ...], DictConfig] = OrderedDict()
-        self._templates: dict[tuple[str, ...], bytes | None] = {}
+        self._shapes: dict[tuple[str, ...], _Shape] = {}
+        self._searchpath: tuple[DictConfig | None, bool] = (None, False)  # (master, whether it sets hydra.searchpath)
         self._composed_for: DictConfig | None = None
         self._composed: dict[tuple[str, ...], DictConfig] = {}
 
@@ -206,23 +230,23 @@ class CachingConfigLoader(ConfigLoader):
             base = self._base(master_config, shape)
         except Exception:  # Hydra's full compose raises the error, in Hydra's words
             return None
-        if shape not in self._templates:
-            self._templates[shape] = _template(base)
-        template = self._templates[shape]
-        if template is None or not all(_plain_leaf(base, o) for o in values):
+        if shape not in self._shapes:
+            self._shapes[shape] = _Shape.of(base)
+        known = self._shapes[shape]
+        if known.template is None or not all(known.plain_leaf(base, o) for o in values):
             return None
         value_ids = {id(o) for o in values}
         recipe = Recipe(shape, tuple(sweep_overrides), tuple(i for i, o in enumerate(parsed) if id(o) in value_ids))
         if not build:
             return {}, "", recipe
-        task = pickle.loads(template)
+        task = pickle.loads(known.template)
         for o in values:
             *parents, leaf = o.key_or_group.split(".")
             node = task
             for part in parents:
                 node = node[part]
             node[leaf] = o.value()
-        return task, str(OmegaConf.select(base, "hydra.runtime.choices.workload", default="") or ""), recipe
+        return task, known.workload, recipe
 
     def base(self, master_config: DictConfig, recipe: Recipe) -> DictConfig:
         """The composition a recipe starts from (read it, do not change it)."""
@@ -250,7 +274,9 @@ class CachingConfigLoader(ConfigLoader):
     def _split(self, master: DictConfig, overrides: list[str]
                ) -> tuple[list[Override], list[Override], list[Override]] | None:
         """All parsed overrides, the group ones and the value ones; ``None``: needs the full compose."""
-        if self._repository is None or OmegaConf.select(master, "hydra.searchpath"):
+        if self._searchpath[0] is not master:
+            self._searchpath = (master, bool(OmegaConf.select(master, "hydra.searchpath")))
+        if self._repository is None or self._searchpath[1]:
             return None
         parsed = [self._parse(text) for text in overrides]
         groups, values = [], []
@@ -287,13 +313,13 @@ class CachingConfigLoader(ConfigLoader):
         if master is not self._master:
             self._master = master
             self._bases.clear()
-            self._templates.clear()
+            self._shapes.clear()
         if group_overrides in self._bases:
             self._bases.move_to_end(group_overrides)
         else:
             self._bases[group_overrides] = self.loader.load_sweep_config(master, list(group_overrides))
             if len(self._bases) > self.max_bases:
-                self._templates.pop(self._bases.popitem(last=False)[0], None)
+                self._shapes.pop(self._bases.popitem(last=False)[0], None)
         return self._bases[group_overrides]
 
     # -- the rest of the ConfigLoader interface, delegated -------------------------------------
