@@ -189,7 +189,7 @@ class CachingConfigLoader(ConfigLoader):
         self._master: DictConfig | None = None
         self._bases: OrderedDict[tuple[str, ...], DictConfig] = OrderedDict()
         self._shapes: dict[tuple[str, ...], _Shape] = {}
-        self._searchpath: tuple[DictConfig | None, bool] = (None, False)  # (master, whether it sets hydra.searchpath)
+        self._searchpath = False  # whether the master sets hydra.searchpath (then every run is fully composed)
         self._composed_for: DictConfig | None = None
         self._composed: dict[tuple[str, ...], DictConfig] = {}
 
@@ -274,9 +274,8 @@ class CachingConfigLoader(ConfigLoader):
     def _split(self, master: DictConfig, overrides: list[str]
                ) -> tuple[list[Override], list[Override], list[Override]] | None:
         """All parsed overrides, the group ones and the value ones; ``None``: needs the full compose."""
-        if self._searchpath[0] is not master:
-            self._searchpath = (master, bool(OmegaConf.select(master, "hydra.searchpath")))
-        if self._repository is None or self._searchpath[1]:
+        self._use(master)
+        if self._repository is None or self._searchpath:
             return None
         parsed = [self._parse(text) for text in overrides]
         groups, values = [], []
@@ -310,10 +309,7 @@ class CachingConfigLoader(ConfigLoader):
 
     def _base(self, master: DictConfig, group_overrides: tuple[str, ...]) -> DictConfig:
         """Hydra's composition with only the group overrides (the ``max_bases`` last used are kept)."""
-        if master is not self._master:
-            self._master = master
-            self._bases.clear()
-            self._shapes.clear()
+        self._use(master)
         if group_overrides in self._bases:
             self._bases.move_to_end(group_overrides)
         else:
@@ -321,6 +317,14 @@ class CachingConfigLoader(ConfigLoader):
             if len(self._bases) > self.max_bases:
                 self._shapes.pop(self._bases.popitem(last=False)[0], None)
         return self._bases[group_overrides]
+
+    def _use(self, master: DictConfig) -> None:
+        """Key what is known per master config to ``master``: a new one starts afresh."""
+        if master is not self._master:
+            self._master = master
+            self._bases.clear()
+            self._shapes.clear()
+            self._searchpath = bool(OmegaConf.select(master, "hydra.searchpath"))
 
     # -- the rest of the ConfigLoader interface, delegated -------------------------------------
     def load_configuration(self, config_name: str | None, overrides: list[str], run_mode: RunMode,
