@@ -208,19 +208,27 @@ def test_sweep_prints_how_many_reran_and_why(trace_dir: Path) -> None:
     assert len(runs(sqlite_uri(trace_dir))) == 4  # an ad-hoc command line: schedlab-adhoc
 
 
+def in_process_job(tracker: SweepTracker, index: int, overrides: list[str]) -> str | None:
+    """Job ``index`` as Hydra's basic launcher drives the tracker: composed, checked, planned and, when the
+    plan runs it, recorded; the plan's decision (``None``: it ran)."""
+    cfg = compose("config", overrides=overrides, return_hydra_config=True)
+    HydraConfig.instance().set_config(cfg)
+    tracker.configure(cfg)
+    plain = task_config(cfg)
+    tracker.check(index, plain, workload_choice(cfg))
+    decision = tracker.plan_configs({index: plain})[0]
+    if decision is None:
+        tracker.record(index, "FINISHED", task.run_one(plain), None, None, "test", 0.0, 1.0, overrides)
+    return decision
+
+
 def test_each_in_process_run_is_recorded_in_its_own_experiment(conf: None, trace_dir: Path) -> None:
     """As Hydra's basic launcher drives the tracker, a job at a time: a job naming another experiment
     (``experiment_name=run-${seed}``) is recorded there, not in the first job's."""
     tracker = SweepTracker(summary=False)
     for index, (name, policy) in enumerate([("identity-a", "easy"), ("identity-b", "fcfs")]):
         overrides = [o.replace(f"={EXPERIMENT}", f"={name}") for o in trace_runs(trace_dir, policies=(policy,))[0]]
-        cfg = compose("config", overrides=overrides, return_hydra_config=True)
-        HydraConfig.instance().set_config(cfg)
-        tracker.configure(cfg)
-        plain = task_config(cfg)
-        tracker.check(index, plain, workload_choice(cfg))
-        assert tracker.plan_configs({index: plain}) == [None]
-        tracker.record(index, "FINISHED", task.run_one(plain), None, None, "test", 0.0, 1.0, overrides)
+        assert in_process_job(tracker, index, overrides) is None
     assert [len(runs(sqlite_uri(trace_dir), name)) for name in ("identity-a", "identity-b")] == [1, 1]
 
 
@@ -232,16 +240,7 @@ def test_in_process_jobs_search_the_store_once_per_sweep(conf: None, trace_dir: 
         tracker = SweepTracker(summary=False)
         search_runs = mock.patch.object(MlflowStore, "runs_by_key", autospec=True, side_effect=MlflowStore.runs_by_key)
         with search_runs as search:
-            decisions = []
-            for index, overrides in enumerate(jobs):
-                cfg = compose("config", overrides=overrides, return_hydra_config=True)
-                HydraConfig.instance().set_config(cfg)
-                tracker.configure(cfg)
-                plain = task_config(cfg)
-                tracker.check(index, plain, workload_choice(cfg))
-                decisions += tracker.plan_configs({index: plain})
-                if decisions[-1] is None:
-                    tracker.record(index, "FINISHED", task.run_one(plain), None, None, "test", 0.0, 1.0, overrides)
+            decisions = [in_process_job(tracker, index, overrides) for index, overrides in enumerate(jobs)]
         assert search.call_count == 1
         assert [d is None for d in decisions] == [sweep_number == 1] * len(jobs)
     assert len(runs(sqlite_uri(trace_dir), EXPERIMENT)) == len(jobs)
