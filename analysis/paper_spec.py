@@ -107,14 +107,16 @@ def read_table(path: Path, published_dir: Path) -> PaperTable:
     experiment = raw.get("experiment_name")
     if not isinstance(experiment, str) or not experiment:
         raise AnalysisError(f"{path}: experiment_name is missing (the MLflow experiment of the table's runs)")
-    claims = [_claim(c, f"{where}claims[{i}]", block["metrics"]) for i, c in enumerate(block.get("claims") or [])]
+    factors = [*([block["rows"]] if block["rows"] else []), *block["configs"]]
+    claims = [_claim(c, f"{where}claims[{i}]", block["metrics"], factors)
+              for i, c in enumerate(block.get("claims") or [])]
     table = str(block["table"])
     published = read_published(published_dir / f"{table}.csv", block["metrics"])
     return PaperTable(table, str(block["title"]), experiment, block["rows"], list(block["configs"]),
                       list(block["metrics"]), claims, path, published)
 
 
-def _claim(raw: Any, where: str, metrics: list[str]) -> Claim:
+def _claim(raw: Any, where: str, metrics: list[str], factors: list[str]) -> Claim:
     if not isinstance(raw, dict):
         raise AnalysisError(f"{where}: expected a mapping, got {raw!r}")
     known = set(Claim.__dataclass_fields__)
@@ -134,6 +136,11 @@ def _claim(raw: Any, where: str, metrics: list[str]) -> Claim:
             raise AnalysisError(f"{where}: a and b must both be mappings of config key → value")
         if claim.relation not in RELATIONS:
             raise AnalysisError(f"{where}.relation: expected one of {', '.join(RELATIONS)}, got {claim.relation!r}")
+    if not isinstance(claim.where, dict):
+        raise AnalysisError(f"{where}.where: expected a mapping of config key → value (or list), got {claim.where!r}")
+    unknown = sorted({*claim.a, *claim.b, *claim.where} - set(factors))
+    if unknown:  # it would match no run, and the claim would read "inconclusive" for a typo
+        raise AnalysisError(f"{where}: {', '.join(unknown)} not a factor of the table ({', '.join(factors)})")
     return claim
 
 
@@ -174,12 +181,18 @@ def _number(text: str | None, path: Path, line: int, name: str) -> float:
 
 
 def level_key(value: Any) -> str:
-    """A factor level as a comparison key: numbers to 12 significant digits (``"2"`` = ``2.0``).
+    """A factor level as a comparison key: numbers to 12 significant digits (``"2"`` = ``2.0``); a null
+    config value as MLflow logs it (``"None"``), so ``remap_cap: null`` in a claim meets its runs;
+    a missing value (NaN) as ``—``.
 
     >>> level_key("0.005555555555555556") == level_key(1 / 180), level_key("2") == level_key(2.0)
     (True, True)
+    >>> level_key(None) == level_key("None"), level_key(float("nan"))
+    (True, '—')
     """
-    if value is None or (isinstance(value, float) and math.isnan(value)):
+    if value is None:
+        return "None"
+    if isinstance(value, float) and math.isnan(value):
         return "—"
     try:
         return f"{float(value):.12g}"

@@ -6,6 +6,7 @@ the store flips a verdict)."""
 from __future__ import annotations
 
 import csv
+import itertools
 import shutil
 import subprocess
 import sys
@@ -13,12 +14,14 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
+import yaml
 from mlflow import MlflowClient
+from omegaconf import OmegaConf
 
 from analysis import AnalysisError
 from analysis.claims import NOT_SUPPORTED, SUPPORTED, overall
 from analysis.paper import display, main, paper_text, row_text
-from analysis.paper_spec import read_published
+from analysis.paper_spec import level_key, load_tables, read_published
 from analysis.runs import RunSet
 from tests.conftest import REPO
 from tests.test_sweeps import ENV
@@ -211,3 +214,39 @@ def test_a_factor_held_at_the_level_most_runs_share_or_refused_when_tied() -> No
     # a tie between two common levels is still refused, naming the key
     with pytest.raises(AnalysisError, match=r"vary in cluster\.m"):
         table_design(_factor_runs([40, 60], []), table)
+
+
+def sweep_levels(path: Path) -> dict[str, set[str]]:
+    """Each swept config key of an experiment file → its levels as comparison keys (``range`` axes left out)."""
+    params = OmegaConf.to_container(OmegaConf.load(path), resolve=False)["hydra"]["sweeper"]["params"]
+    return {key: {level_key(yaml.safe_load(v)) for v in str(text).split(",")}
+            for key, text in params.items() if not str(text).startswith("range(")}
+
+
+@pytest.mark.parametrize("path", sorted((REPO / "conf" / "experiment").glob("paper_*.yaml")), ids=lambda p: p.stem)
+def test_each_paper_table_refers_only_to_levels_it_sweeps(path: Path) -> None:
+    """Before hours of sweeps: each shipped table loads with its published values, and every level a claim
+    compares or a published value sits at is one the experiment runs (a typo would read "inconclusive" or
+    stand in a column of its own)."""
+    [table] = load_tables(path.parent, REPO / "docs" / "paper" / "published", only=[path.stem])
+    levels = sweep_levels(path)
+    for claim in table.claims:
+        for key, wanted in [*claim.a.items(), *claim.b.items(), *claim.where.items()]:
+            if key in levels:
+                assert {level_key(v) for v in (wanted if isinstance(wanted, list) else [wanted])} <= levels[key], claim
+    if all(key in levels for key in table.configs):
+        labels = {"/".join(combo) for combo in itertools.product(*(sorted(levels[k]) for k in table.configs))}
+        assert set(table.published["config"]) <= labels
+    if table.rows in levels:
+        assert {level_key(r) for r in table.published["row"]} <= levels[table.rows]
+
+
+def test_a_claim_on_a_key_that_is_not_a_factor_is_refused(tmp_path: Path) -> None:
+    (tmp_path / "published").mkdir()
+    text = experiment_file("t", "cluster.m", "40,50").replace("{policy.laxity_distribution: ed}",
+                                                              "{policy.laxity_distributon: ed}")
+    (tmp_path / "paper_t.yaml").write_text(text)
+    (tmp_path / "published" / "t.csv").write_text("row,config,metric,mean,halfwidth,source\n")
+    with pytest.raises(AnalysisError, match=r"claims\[2\]: policy.laxity_distributon not a factor of the table "
+                                            r"\(cluster.m, policy.laxity_distribution\)"):
+        load_tables(tmp_path, tmp_path / "published")
