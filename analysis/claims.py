@@ -84,7 +84,7 @@ def _bound(table: PaperTable, claim: Claim, runs: pd.DataFrame) -> list[list]:
 
 def _comparison(table: PaperTable, claim: Claim, runs: pd.DataFrame, seed_key: str) -> list[list]:
     a, b, relation = claim.a, claim.b, claim.relation
-    factors = [*([table.rows] if table.rows else []), *table.configs]
+    factors = table.factors
     if claim.trend:
         levels = sorted(runs[table.rows].dropna().unique())
         a, b, relation = {table.rows: levels[-1]}, {table.rows: levels[0]}, TRENDS[claim.trend]

@@ -123,7 +123,7 @@ def table_design(runs: RunSet, table: PaperTable, seed_key: str = SEED_KEY,
             params = params[params[key].map(level_key) == level_key(value)]
     if params.empty:
         raise AnalysisError(f"{table.source}: no run of experiment {table.experiment!r} matches {filters}")
-    factors = [*([table.rows] if table.rows else []), *table.configs]
+    factors = table.factors
     absent = [k for k in factors if k not in params]
     if absent:
         raise AnalysisError(f"{table.source}: {', '.join(absent)} not a config key of the runs of experiment "

@@ -71,6 +71,11 @@ class PaperTable:
     source: Path
     published: pd.DataFrame
 
+    @property
+    def factors(self) -> list[str]:
+        """The config keys that tell the table's cells apart: the row factor (if any), then ``configs``."""
+        return [*([self.rows] if self.rows else []), *self.configs]
+
     def config_label(self, values: dict[str, Any]) -> str:
         """The column label of a config (its ``configs`` values joined with ``/``)."""
         return "/".join(str(values[k]) for k in self.configs)
@@ -107,16 +112,20 @@ def read_table(path: Path, published_dir: Path) -> PaperTable:
     experiment = raw.get("experiment_name")
     if not isinstance(experiment, str) or not experiment:
         raise AnalysisError(f"{path}: experiment_name is missing (the MLflow experiment of the table's runs)")
-    factors = [*([block["rows"]] if block["rows"] else []), *block["configs"]]
-    claims = [_claim(c, f"{where}claims[{i}]", block["metrics"], factors)
-              for i, c in enumerate(block.get("claims") or [])]
+    claims = [_claim(c, f"{where}claims[{i}]", block["metrics"]) for i, c in enumerate(block.get("claims") or [])]
     table = str(block["table"])
     published = read_published(published_dir / f"{table}.csv", block["metrics"])
-    return PaperTable(table, str(block["title"]), experiment, block["rows"], list(block["configs"]),
-                      list(block["metrics"]), claims, path, published)
+    paper = PaperTable(table, str(block["title"]), experiment, block["rows"], list(block["configs"]),
+                       list(block["metrics"]), claims, path, published)
+    for i, claim in enumerate(claims):
+        unknown = sorted({*claim.a, *claim.b, *claim.where} - set(paper.factors))
+        if unknown:  # it would match no run, and the claim would read "inconclusive" for a typo
+            raise AnalysisError(f"{where}claims[{i}]: {', '.join(unknown)} not a factor of the table "
+                                f"({', '.join(paper.factors)})")
+    return paper
 
 
-def _claim(raw: Any, where: str, metrics: list[str], factors: list[str]) -> Claim:
+def _claim(raw: Any, where: str, metrics: list[str]) -> Claim:
     if not isinstance(raw, dict):
         raise AnalysisError(f"{where}: expected a mapping, got {raw!r}")
     known = set(Claim.__dataclass_fields__)
@@ -138,9 +147,6 @@ def _claim(raw: Any, where: str, metrics: list[str], factors: list[str]) -> Clai
             raise AnalysisError(f"{where}.relation: expected one of {', '.join(RELATIONS)}, got {claim.relation!r}")
     if not isinstance(claim.where, dict):
         raise AnalysisError(f"{where}.where: expected a mapping of config key → value (or list), got {claim.where!r}")
-    unknown = sorted({*claim.a, *claim.b, *claim.where} - set(factors))
-    if unknown:  # it would match no run, and the claim would read "inconclusive" for a typo
-        raise AnalysisError(f"{where}: {', '.join(unknown)} not a factor of the table ({', '.join(factors)})")
     return claim
 
 
