@@ -35,9 +35,14 @@ def metric_unit(metric: str) -> str:
 
 
 def metric_label(metric: str) -> str:
-    """``wait/mean (s)``: the metric with its unit, for headers and axes."""
+    """``wait/mean (s)``: the metric with its unit, for headers and axes (once: a label that already
+    ends with its unit is kept).
+
+    >>> metric_label("wait/mean"), metric_label("wait/mean (s)"), metric_label("util/cpu")
+    ('wait/mean (s)', 'wait/mean (s)', 'util/cpu')
+    """
     unit = metric_unit(metric)
-    return f"{metric} ({unit})" if unit else metric
+    return f"{metric} ({unit})" if unit and not metric.endswith(f"({unit})") else metric
 
 
 def significant(x: float, digits: int = 4) -> str:
