@@ -4,6 +4,7 @@ configuration. A paper series shared by several of our configurations is drawn o
 
 from __future__ import annotations
 
+from itertools import pairwise
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -47,12 +48,12 @@ def draw(result: TableResult, path: Path) -> Path:
                 ax.errorbar(theirs["x"], theirs["mean"] * scale, yerr=theirs["halfwidth"].fillna(0) * scale,
                             marker="s", markerfacecolor="none", linestyle="--", capsize=3, color=colours[config],
                             label=f"paper {merged_label(alike[config])}")
-        ax.set_xticks(levels, [row_text(v) for v in levels])
+        ax.set_xticks(levels, [row_text(v) for v in levels], rotation=90 if crowded(levels) else 0)
         ax.set_xlabel(table.rows)
         ax.set_ylabel(f"{name} ({unit})" if unit else name)
         ax.set_title(name)
         ax.grid(alpha=0.3)
-    handles, labels = axes[0][0].get_legend_handles_labels()
+    handles, labels = legend_entries(axes[0])
     fig.legend(handles, labels, loc="lower center", ncol=min(4, max(1, len(labels))), fontsize=8, frameon=False)
     fig.suptitle(table.title, fontsize=10)
     fig.tight_layout(rect=(0, 0.06 + 0.04 * ((len(labels) - 1) // 4), 1, 0.95))
@@ -60,6 +61,27 @@ def draw(result: TableResult, path: Path) -> Path:
     fig.savefig(path, dpi=110)
     plt.close(fig)
     return path
+
+
+def crowded(levels: list[float]) -> bool:
+    """Whether two neighbouring levels sit too close for horizontal tick labels (under 12 % of the
+    axis apart), as the MapReduce λ list does.
+
+    >>> crowded([0.001, 0.01, 0.015, 0.0175, 0.01875, 0.02]), crowded([1 / 265, 1 / 180, 1 / 150])
+    (True, False)
+    """
+    gaps = [b - a for a, b in pairwise(levels)]
+    return len(levels) > 2 and min(gaps) < 0.12 * (levels[-1] - levels[0])
+
+
+def legend_entries(axes: list[plt.Axes]) -> tuple[list, list[str]]:
+    """Every labelled series of every panel, once each: a series may have no point in the first
+    panel (the paper gives MRCP-RM's T and O, not its P)."""
+    entries: dict[str, object] = {}
+    for ax in axes:
+        for handle, label in zip(*ax.get_legend_handles_labels(), strict=True):
+            entries.setdefault(label, handle)
+    return list(entries.values()), list(entries)
 
 
 def merged_label(configs: list[str]) -> str:

@@ -250,3 +250,18 @@ def test_a_claim_on_a_key_that_is_not_a_factor_is_refused(tmp_path: Path) -> Non
     with pytest.raises(AnalysisError, match=r"claims\[2\]: policy.laxity_distributon not a factor of the table "
                                             r"\(cluster.m, policy.laxity_distribution\)"):
         load_tables(tmp_path, tmp_path / "published")
+
+
+def test_the_legend_names_a_series_missing_from_the_first_panel() -> None:
+    """MRCP-RM's published T and O have no P beside them: their legend entry comes from a later panel."""
+    import matplotlib.pyplot as plt
+
+    from analysis.paper_figures import legend_entries
+
+    fig, (p, t) = plt.subplots(1, 2)
+    p.plot([0, 1], [0, 1], label="ours mrcp")
+    t.plot([0, 1], [1, 2], label="ours mrcp")
+    t.plot([0, 1], [2, 3], label="paper mrcp")
+    _, labels = legend_entries([p, t])
+    plt.close(fig)
+    assert labels == ["ours mrcp", "paper mrcp"]
