@@ -6,7 +6,7 @@ Usage::
         --metrics wait/mean,bsld/mean --baseline easy --out reports/schedlab-demo
     python analysis/report.py --table-only    # print the CI table and paired comparison, write nothing
 
-Factor names may be short (``policy`` → ``policy.name``, ``arrival_rate`` →
+Factor names may be short (``arrival_rate`` →
 ``workload.arrival_rate``). Errors (unknown experiment, factor, metric …) are one line on stderr
 and exit status 2.
 """

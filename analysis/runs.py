@@ -1,7 +1,8 @@
 """Load a sweep's tracked runs from MLflow: FINISHED runs feed the tables, FAILED ones are listed.
 
 The run layout is the contract with ``sweeps``: params are the flattened resolved config with
-dotted keys (``policy.name``, ``workload.arrival_rate`` …) and the replication seed as ``seed``;
+dotted keys (``policy.order``, ``workload.arrival_rate`` …, ``_target_`` class paths included), the
+policy's label as ``policy`` (its config choice: ``easy``, ``mine``) and the replication seed as ``seed``;
 metrics are ``group/name`` (``wait/mean``, ``util`` …); tags ``schedlab.run_key``,
 ``schedlab.sweep_id``, ``schedlab.code`` (fingerprint of the simulator code that produced the run),
 ``schedlab.error`` (FAILED runs); artifacts ``jobs.parquet`` and
@@ -64,7 +65,7 @@ class RunSet:
         return varying_keys(self.params, seed_key, cols, non_semantic(self.params))
 
     def resolve_factor(self, name: str, seed_key: str = SEED_KEY) -> str:
-        """The param key a user means by ``name`` (``policy`` → ``policy.name``; unique suffixes)."""
+        """The param key a user means by ``name`` (exact, ``<name>.name`` of older runs, unique suffixes)."""
         return resolve_key(name, list(self.params.columns), "factor", self.varying(seed_key))
 
     def resolve_metric(self, name: str) -> str:
@@ -141,9 +142,9 @@ def varying_keys(
     column level (attributes of a policy such as ``policy.order`` when every policy has one) and
     bookkeeping keys in ``ignore`` (``tracking.uri``, ``sweep.force`` …: they never change results).
 
-    >>> p = pd.DataFrame({"policy.name": list("aaaabbbb"), "policy.order": list("xxxxyyyy"),
+    >>> p = pd.DataFrame({"policy": list("aaaabbbb"), "policy.order": list("xxxxyyyy"),
     ...                   "rate": [1, 1, 2, 2] * 2, "seed": [0, 1] * 4, "nodes": [4] * 8})
-    >>> varying_keys(p, cols=["policy.name"])
+    >>> varying_keys(p, cols=["policy"])
     ['rate']
     """
     out = []
@@ -179,10 +180,11 @@ def non_semantic(params: pd.DataFrame) -> tuple[str, ...]:
 
 
 def resolve_key(name: str, keys: Sequence[str], kind: str, varying: Sequence[str] = ()) -> str:
-    """Map a user's short name to a config key: exact, then ``<name>.name``, then a unique suffix.
+    """Map a user's short name to a config key: exact, then ``<name>.name`` (runs recorded before policy
+    labels), then a unique suffix.
 
-    >>> resolve_key("policy", ["policy.name", "seed"], "factor")
-    'policy.name'
+    >>> resolve_key("policy", ["policy", "policy.order", "seed"], "factor")
+    'policy'
     >>> resolve_key("arrival_rate", ["workload.arrival_rate"], "factor")
     'workload.arrival_rate'
     """

@@ -43,7 +43,7 @@ class Analysis:
 
     @property
     def col_name(self) -> str:
-        """The column factor(s) as one name (``policy.name``, ``a-b``)."""
+        """The column factor(s) as one name (``policy``, ``a-b``)."""
         return "-".join(self.cols)
 
     def ci_cells(self) -> pd.DataFrame:
@@ -74,13 +74,17 @@ def analyse(
     """
     col_keys = [runs.resolve_factor(c, seed_key) for c in cols]
     varying = runs.varying(seed_key, col_keys)
-    row_keys = list(varying) if rows is None else [runs.resolve_factor(r, seed_key) for r in rows]
+    row_keys = [k for k in varying if not k.endswith("._target_")] if rows is None else \
+        [runs.resolve_factor(r, seed_key) for r in rows]
     row_keys = [r for r in dict.fromkeys(row_keys) if r not in col_keys]
     metric_names = [runs.resolve_metric(m) for m in metrics]
     if not metric_names:
         raise AnalysisError("no metrics requested")
     design = runs.design(list(dict.fromkeys([*row_keys, *varying, *col_keys])), metric_names, seed_key)
-    notes = code_notes(runs, design, row_keys, col_keys, pool_code)
+    folded = [k for k in varying if k not in row_keys and any(k.startswith(f"{c}.") for c in col_keys)]
+    notes = fold_into_columns(design, col_keys, folded)
+    varying = [k for k in varying if k not in folded]
+    notes += code_notes(runs, design, row_keys, col_keys, pool_code)
     summary = aggregate(design, row_keys, col_keys, metric_names)
     levels = sorted(column_labels(design, col_keys).unique())
     notes += spread_notes(summary, "CI table", "replications")
@@ -101,6 +105,34 @@ def analyse(
             notes += spread_notes(paired, "paired", "pairs", " — no significance claimed for them")
     return Analysis(runs, row_keys, col_keys, metric_names, seed_key, varying, design, summary, levels,
                     chosen if paired is not None else None, paired, notes)
+
+
+def fold_into_columns(design: pd.DataFrame, cols: list[str], keys: list[str]) -> list[str]:
+    """Make a column level name one configuration: where ``keys`` (options or class of the column factor,
+    e.g. ``policy._target_`` under ``policy``, not shown as rows) differ between runs of one level, the
+    level becomes ``label key=value …`` (in place), so two policies never share a cell or a pairing.
+
+    >>> d = pd.DataFrame({"policy": ["mine", "mine", "easy"], "policy._target_": ["a.A", "b.B", "s.Easy"]})
+    >>> fold_into_columns(d, ["policy"], ["policy._target_"])
+    ["policy level 'mine' holds 2 different configurations (policy._target_): shown apart"]
+    >>> list(d["policy"])
+    ['mine class=a.A', 'mine class=b.B', 'easy']
+    """
+    notes = []
+    for col in cols:
+        mine = [k for k in keys if k.startswith(f"{col}.")]
+        for level, group in design.groupby(col, dropna=False, sort=True):
+            differing = [k for k in mine if group[k].nunique(dropna=False) > 1]
+            if not differing:
+                continue
+            names = {c: "class" if c.endswith("._target_") else c.removeprefix(f"{col}.") for c in differing}
+            text = group[differing].apply(
+                lambda row, names=names: " ".join(f"{names[c]}={level_text(v)}" for c, v in row.items()), axis=1)
+            design.loc[group.index, col] = f"{level_text(level)} " + text
+            configurations = len(group[differing].drop_duplicates())
+            notes.append(f"{col} level {level_text(level)!r} holds {configurations} different configurations "
+                         f"({', '.join(differing)}): shown apart")
+    return notes
 
 
 def code_notes(runs: RunSet, design: pd.DataFrame, rows: list[str], cols: list[str], pool_code: bool) -> list[str]:

@@ -1,13 +1,17 @@
-"""Command line: ``python -m sim TRACE --policy NAME [--nodes N] [--order sjf] [--out schedule.csv]``.
+"""Command line: ``python -m sim TRACE --policy NAME [--policy-option KEY=VALUE …] [--nodes N] [--out schedule.csv]``.
 
 Simulates one trace with one policy, writes ``job_id,submit_time,start_time,end_time,nodes`` in
-input order (``--out``) and prints the summary metrics. A workflow-stream file (``.json``, see
-:mod:`sim.workflows.files`) is replayed on its own m × c_r cluster with ``--policy rmdcwf`` (options
-``--laxity-distribution``, ``--laxity``, ``--tsp``) or ``fifo_workflow``: ``--out`` gets one row per
-task (``job_id,task_id,resource,start,end,sub_deadline``), ``--jobs-out`` one per workflow
-(``job_id,arrival,earliest_start,deadline,completion,late``). Bad input (a bad option, trace value or
-``--out`` folder) exits with status 2 and one line naming the file, line and field or the option,
-checked before simulating wherever it can be.
+input order (``--out``) and prints the summary metrics. ``--policy`` is a ``conf/policy`` name
+(``easy``, ``conservative_classic`` …) or any ``package.module:Class`` (or factory); each
+``--policy-option KEY=VALUE`` sets one of its options, the value read as YAML (``3``, ``0.5``,
+``null``, ``sjf``); ``--order NAME`` is short for ``--policy-option order=NAME``. A workflow-stream
+file (``.json``, see :mod:`sim.workflows.files`) is replayed on its own m × c_r cluster with
+``--policy rmdcwf`` (options ``--laxity-distribution``, ``--laxity``, ``--tsp``) or ``fifo_workflow``:
+``--out`` gets one row per task (``job_id,task_id,resource,start,end,sub_deadline``), ``--jobs-out``
+one per workflow (``job_id,arrival,earliest_start,deadline,completion,late``). Bad input (a bad
+option, policy, trace value or ``--out`` folder) exits with status 2 and one line naming the file,
+line and field or the option, checked before simulating wherever it can be; a policy that breaks
+the engine's rules (overcommits, never starts a job) exits with status 1 and one line.
 """
 
 from __future__ import annotations
@@ -18,10 +22,15 @@ import os
 import sys
 import time
 from pathlib import Path
+from typing import Any
+
+import yaml
 
 from sim.core import Cluster, InputError, SimulationResult
-from sim.engine import OversizedJobError
-from sim.policies import POLICIES, make_policy
+from sim.engine import OversizedJobError, SchedulingError
+from sim.invariants import InvariantViolation
+from sim.policies import Policy, build_policy, policy_from_conf
+from sim.policies.loading import policy_names
 from sim.policies.queue_order import QUEUE_ORDERS
 from sim.run import run
 from sim.workloads import load_trace
@@ -36,9 +45,13 @@ class _Parser(argparse.ArgumentParser):
 def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(prog="python -m sim", description=__doc__.split("\n\n")[0])
     parser.add_argument("trace", type=Path, help="SWF (.swf, .swf.gz), DR_EVT CSV, jobs CSV or workflow stream (.json)")
-    parser.add_argument("--policy", required=True, choices=sorted(POLICIES), help="scheduling policy")
+    parser.add_argument("--policy", required=True, metavar="NAME",
+                        help=f"a conf/policy name ({', '.join(policy_names())}) or package.module:Class")
+    parser.add_argument("--policy-option", action="append", default=[], metavar="KEY=VALUE",
+                        help="an option of the policy, the value read as YAML (repeatable)")
     parser.add_argument("--nodes", type=int, help="machine size (default: the SWF header's MaxNodes/MaxProcs)")
-    parser.add_argument("--order", default="fcfs", choices=list(QUEUE_ORDERS), help="queue order")
+    parser.add_argument("--order", metavar="NAME",
+                        help=f"queue order ({' | '.join(QUEUE_ORDERS)}), short for --policy-option order=NAME")
     parser.add_argument("--format", dest="fmt", choices=["swf", "drevt_csv", "jobs_csv"], help="trace format")
     parser.add_argument("--kill-at-limit", action="store_true", help="end jobs at their time limit")
     parser.add_argument("--drop-oversized", action="store_true", help="skip jobs wider than the machine")
@@ -53,6 +66,38 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 STREAM_OPTIONS = ("laxity_distribution", "laxity", "tsp")
+
+
+def policy_options(args: argparse.Namespace) -> dict[str, Any]:
+    """``--policy-option`` pairs, then ``--order`` and the workflow-stream flags, as keyword options."""
+    options: dict[str, Any] = {}
+    for pair in args.policy_option:
+        key, sep, text = pair.partition("=")
+        if not sep or not key.isidentifier():
+            raise InputError(f"--policy-option {pair!r}: expected KEY=VALUE, e.g. order=sjf")
+        try:
+            options[key] = yaml.safe_load(text)
+        except yaml.YAMLError:
+            raise InputError(f"--policy-option {pair!r}: {text!r} is not a YAML value") from None
+    for key in ("order", *STREAM_OPTIONS):
+        value = getattr(args, key)
+        if value is not None:
+            if key in options:
+                raise InputError(f"--{key.replace('_', '-')}: {key} is also given by --policy-option")
+            options[key] = value
+    return options
+
+
+def make_policy(policy: str, options: dict[str, Any]) -> Policy:
+    """``--policy``: a conf/policy file's name, or (with a dot or colon) a ``package.module:Class``."""
+    if "." in policy or ":" in policy:
+        return build_policy(policy, options)
+    return policy_from_conf(policy, **options)
+
+
+def describe(policy: str, options: dict[str, Any]) -> str:
+    """``policy easy order=sjf``: the policy and the options given on the command line."""
+    return " ".join([f"policy {policy}", *(f"{k}={v}" for k, v in options.items())])
 
 
 def is_stream(path: Path) -> bool:
@@ -101,17 +146,12 @@ def _number(value: float) -> str:
     return str(int(value)) if value == int(value) else repr(value)
 
 
-def replay_stream(args: argparse.Namespace) -> int:
+def replay_stream(args: argparse.Namespace, policy: Policy, described: str) -> int:
     """The workflow-stream mode of :func:`main` (see the module docstring)."""
     from sim.tables import write_csv
     from sim.workflows.files import read_stream
 
-    options = {o: getattr(args, o) for o in STREAM_OPTIONS if getattr(args, o) is not None}
     try:
-        if options and args.policy != "rmdcwf":
-            raise InputError(f"--{next(iter(options)).replace('_', '-')}: an option of --policy rmdcwf, "
-                             f"not {args.policy}")
-        policy = make_policy(args.policy, **options)
         started = time.perf_counter()
         workload, m, c_r = read_stream(args.trace, warmup=args.warmup)
         parse_seconds = time.perf_counter() - started
@@ -119,17 +159,23 @@ def replay_stream(args: argparse.Namespace) -> int:
         done = run(workload, Cluster.slotted(m, c_r), policy)
         sim_seconds = time.perf_counter() - started
     except InputError as error:
-        print(f"error: {error}", file=sys.stderr)
-        return 2
+        return _fail(error, 2)
+    except (SchedulingError, InvariantViolation) as error:
+        return _fail(error, 1)
     if args.out:
         write_csv(done.tables["tasks"], args.out)
     if args.jobs_out:
         write_csv(done.tables["workflows"], args.jobs_out)
-    described = " ".join(f"{k}={v}" for k, v in options.items())
     print(f"{args.trace.name}: {len(workload.workflows)} workflows ({len(workload.jobs)} tasks) on m={m} × "
-          f"c_r={c_r}, policy {args.policy}{' ' + described if described else ''}")
+          f"c_r={c_r}, {described}")
     _print_summary(done.summary, parse_seconds, sim_seconds)
     return 0
+
+
+def _fail(error: Exception | str, status: int) -> int:
+    """One line on stderr; the exit status."""
+    print(f"error: {error}", file=sys.stderr)
+    return status
 
 
 def _print_summary(summary: dict[str, float], parse_seconds: float, sim_seconds: float) -> None:
@@ -142,11 +188,13 @@ def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
         check_args(args)
+        options = policy_options(args)
+        policy = make_policy(args.policy, options)
     except InputError as error:
-        print(f"error: {error}", file=sys.stderr)
-        return 2
+        return _fail(error, 2)
+    described = describe(args.policy, options)
     if is_stream(args.trace):
-        return replay_stream(args)
+        return replay_stream(args, policy, described)
     try:
         started = time.perf_counter()
         workload = load_trace(args.trace, args.fmt)
@@ -156,20 +204,17 @@ def main(argv: list[str] | None = None) -> int:
             raise InputError(f"{args.trace}: machine size unknown (no MaxNodes/MaxProcs header); pass --nodes N")
         cluster = Cluster.nodes(nodes)
         started = time.perf_counter()
-        done = run(workload, cluster, make_policy(args.policy, order=args.order),
-                   kill_at_limit=args.kill_at_limit, drop_oversized=args.drop_oversized)
+        done = run(workload, cluster, policy, kill_at_limit=args.kill_at_limit, drop_oversized=args.drop_oversized)
         sim_seconds = time.perf_counter() - started
     except OversizedJobError as error:
-        print(f"error: {error.describe(workload.source, workload.lines.get(error.job_id), '--drop-oversized')}",
-              file=sys.stderr)
-        return 2
+        return _fail(error.describe(workload.source, workload.lines.get(error.job_id), "--drop-oversized"), 2)
     except InputError as error:
-        print(f"error: {error}", file=sys.stderr)
-        return 2
+        return _fail(error, 2)
+    except (SchedulingError, InvariantViolation) as error:
+        return _fail(error, 1)
     if args.out:
         write_schedule(done.result, args.out)
-    print(f"{args.trace.name}: {len(done.result.records)} jobs on {nodes} nodes, policy {args.policy} "
-          f"(order {args.order})")
+    print(f"{args.trace.name}: {len(done.result.records)} jobs on {nodes} nodes, {described}")
     for key, count in sorted(done.notes.items()):
         print(f"  note: {key} = {count}")
     _print_summary(done.summary, parse_seconds, sim_seconds)

@@ -4,10 +4,13 @@
 :class:`SweepTracker` is the only recorder: the Ray launcher's ``hook`` (``hydra.launcher.hook``), and
 driven by :class:`sweeps.recording.Recording` for single runs and Hydra's basic launcher.
 
-A run is skipped when a FINISHED run has the same identity: its ``run_key`` (the semantic config;
-without the seed when the workload is not stochastic, so a seed sweep of a replay runs once per
-cell) and, with ``sweep.reuse=same`` (the default), the same ``schedlab.code`` and
+A run is skipped when a FINISHED run has the same identity: its ``run_key`` (the semantic config and
+the policy's label; without the seed when the workload is not stochastic, so a seed sweep of a replay
+runs once per cell) and, with ``sweep.reuse=same`` (the default), the same ``schedlab.code`` and
 ``schedlab.inputs`` (:mod:`sweeps.identity`). ``sweep.reuse=any`` matches on the run key alone.
+
+A policy's label (run name, end-of-sweep table, the MLflow param ``policy``) is its config choice
+(``policy=easy``, ``policy=mine``); a ``policy._target_=…`` override is labelled by its class.
 """
 
 from __future__ import annotations
@@ -26,19 +29,20 @@ from hydra.core.override_parser.overrides_parser import OverridesParser
 from hydra.types import RunMode
 from omegaconf import DictConfig, OmegaConf
 
-from hydra_plugins.schedlab_ray_launcher._compose import task_config
+from hydra_plugins.schedlab_ray_launcher._compose import group_choices, task_config
 from hydra_plugins.schedlab_ray_launcher.hooks import PlannedRun, RunReport, SweepAbortedError, SweepStats
 from sim.core import InputError
 from sweeps import task
-from sweeps.identity import REUSE, InputHasher, Inputs, changed_inputs, code_fingerprint
-from sweeps.record import RunRecord, StoreLocation, targets
+from sweeps.identity import REUSE, CodeHasher, Fingerprint, InputHasher, changed_files, own_package
+from sweeps.record import RunRecord, StoreLocation, run_params, targets
 from sweeps.summary import format_policy_table
-from sweeps.tracking import TAG, MlflowStore, git_commit, open_store, run_key
+from sweeps.tracking import TAG, MlflowStore, browse, git_commit, open_store, run_key
 
 DEFAULT_NON_SEMANTIC = ("tracking", "sweep", "experiment_name", "replications", "workload.base_dir")
 #: where runs go when the command line changes what the default experiment computes (see :func:`adhoc`)
 ADHOC_EXPERIMENT = "schedlab-adhoc"
 CODE_TAG, INPUTS_TAG, INPUT_FILES_TAG = f"{TAG}code", f"{TAG}inputs", f"{TAG}input_files"
+CODE_FILES_TAG = f"{TAG}code_files"
 
 
 @cache
@@ -62,13 +66,17 @@ class SweepTracker:
         self.cfgs: dict[int, dict[str, Any]] = {}
         self.parts: dict[int, task.RunParts] = {}
         self.workloads: dict[int, str] = {}
+        self.labels: dict[int, str] = {}
         self.keys: dict[int, str] = {}
-        self.inputs: dict[int, Inputs] = {}
+        self.inputs: dict[int, Fingerprint] = {}
+        self.code: dict[int, Fingerprint] = {}
         self.first: dict[str, int] = {}  # run key → the first run of this sweep with it
         self.seeds: dict[str, set[Any]] = {}  # run key of a deterministic run → the seeds asked for
         self.reran: Counter[str] = Counter()
         self.hasher = InputHasher()
-        self.results: list[tuple[dict[str, Any], dict[str, float]]] = []
+        self.code_hasher = CodeHasher()
+        #: (policy label, policy config, metrics) of every run finished now or before, for the summary table
+        self.results: list[tuple[str, dict[str, Any], dict[str, float]]] = []
         self.run_ids: dict[int, str] = {}
         self.existing: dict[tuple[str, str], dict[str, list[Any]]] = {}  # (store, experiment) → runs by key
 
@@ -82,9 +90,9 @@ class SweepTracker:
         for run in runs:
             try:
                 if run.plain is not None:  # read off its shape by the composition cache: not composed
-                    self.check(run.index, run.plain, run.workload)
+                    self.check(run.index, run.plain, run.choices, run.overrides)
                 else:
-                    self.check(run.index, task_config(run.config), workload_choice(run.config))
+                    self.check(run.index, task_config(run.config), group_choices(run.config), run.overrides)
             except InputError as e:
                 errors.setdefault(str(e), []).append(run)
         if errors:
@@ -96,6 +104,13 @@ class SweepTracker:
 
     def recorder(self, run: PlannedRun) -> RunRecord | None:
         return self.run_record(run.index, run.overrides) if self.store is not None else None
+
+    def runtime_env(self) -> dict[str, Any]:
+        """The researcher's own packages the planned runs' ``_target_`` s live in, for Ray to ship to a
+        cluster's nodes (``py_modules``: a package folder or a single module file each)."""
+        places = {own[1] for cfg in self.cfgs.values() for target in targets(cfg).values()
+                  if (own := own_package(target)) is not None}
+        return {"py_modules": sorted(str(place) for place in places)} if places else {}
 
     def on_result(self, report: RunReport) -> None:
         outcome = report.value if report.status == "FINISHED" else None
@@ -109,11 +124,8 @@ class SweepTracker:
     def finish(self, stats: SweepStats) -> None:
         if self.summary and self.results:
             print(format_policy_table(self.results))
-        for line in self.notes():
+        for line in self.notes() + self.where():
             print(line)
-        if self.store is not None:
-            print(f"MLflow: experiment {self.experiment_name!r} in {self.store.uri} (sweep {self.sweep_id}); "
-                  f"browse with: mlflow ui --backend-store-uri {self.store.uri}")
         sys.stdout.flush()
 
     # -- plain-dict core, shared with in-process runs --------------------------------------------
@@ -122,15 +134,18 @@ class SweepTracker:
         self.swept = swept_keys(config)
         self.adhoc = adhoc(config)
 
-    def check(self, index: int, cfg: dict[str, Any], workload: str = "") -> task.RunParts:
-        """Validate one run config (raises :class:`InputError`) and keep it for planning."""
+    def check(self, index: int, cfg: dict[str, Any], choices: dict[str, str] | None = None,
+              overrides: Sequence[str] = ()) -> task.RunParts:
+        """Validate one run config (raises :class:`InputError`) and keep it for planning, with its policy's
+        label (:func:`policy_label`) from its config-group ``choices`` and command-line ``overrides``."""
         parts = task.prepare(cfg)
         reuse = (cfg.get("sweep") or {}).get("reuse", "same")
         if reuse not in REUSE:
             raise InputError(f"sweep.reuse must be one of {', '.join(REUSE)} (same: skip a finished run only "
                              f"when its config, input files and simulator code are today's), got {reuse!r}")
         self.cfgs[index], self.parts[index] = cfg, parts
-        self.workloads[index] = workload or type(parts.workload).__name__
+        self.workloads[index] = (choices or {}).get("workload") or type(parts.workload).__name__
+        self.labels[index] = policy_label(cfg, (choices or {}).get("policy", ""), overrides)
         return parts
 
     def plan_configs(self, cfgs: dict[int, dict[str, Any]]) -> list[str | None]:
@@ -143,8 +158,10 @@ class SweepTracker:
         non_semantic = tuple(sweep.get("non_semantic") or DEFAULT_NON_SEMANTIC)
         for i, cfg in cfgs.items():
             workload = self.parts[i].workload
-            self.keys[i] = run_key(cfg, non_semantic if workload.stochastic else (*non_semantic, "seed"))
+            self.keys[i] = run_key(cfg, non_semantic if workload.stochastic else (*non_semantic, "seed"),
+                                   label=self.labels[i])
             self.inputs[i] = self.hasher.inputs(workload.input_files())
+            self.code[i] = self.code_hasher.code(targets(cfg).values())
         self.experiment_name = ADHOC_EXPERIMENT if self.adhoc else str(first.get("experiment_name") or ADHOC_EXPERIMENT)
         tracking = first.get("tracking") or {}
         existing: dict[str, list[Any]] = {}
@@ -166,7 +183,7 @@ class SweepTracker:
                 decisions.append(f"same run as #{self.first[key]}")
             elif same and not sweep.get("force", False):
                 decisions.append(f"finished in MLflow run {same[0].info.run_id}")
-                self.results.append((cfg, dict(same[0].data.metrics)))
+                self.results.append((self.labels[i], cfg.get("policy") or {}, dict(same[0].data.metrics)))
             else:
                 if finished and not sweep.get("force", False):
                     self.reran["; ".join(self.changes(finished[0], i))] += 1
@@ -187,10 +204,14 @@ class SweepTracker:
         tags = run.data.tags
         if CODE_TAG not in tags:
             return ["recorded without code and input fingerprints"]
-        why = ["simulator code changed"] if tags[CODE_TAG] != code_fingerprint() else []
+        why = []
+        code = self.code[index]
+        if tags[CODE_TAG] != code.digest:
+            files = changed_files(tags.get(CODE_FILES_TAG), code.files)
+            why.append(f"code changed: {', '.join(files)}" if files else "code changed")
         inputs = self.inputs[index]
         if tags.get(INPUTS_TAG) != inputs.digest:
-            files = changed_inputs(tags.get(INPUT_FILES_TAG), inputs)
+            files = changed_files(tags.get(INPUT_FILES_TAG), inputs.files)
             why.append(f"input file changed: {', '.join(files)}" if files else "input files changed")
         return why
 
@@ -207,6 +228,13 @@ class SweepTracker:
                          f"choose one with experiment=NAME or experiment_name=NAME")
         return lines
 
+    def where(self) -> list[str]:
+        """Where the sweep's runs are and the link to their table in the MLflow UI (nothing untracked)."""
+        if self.store is None:
+            return []
+        return [f"MLflow: experiment {self.experiment_name!r} in {self.store.uri} (sweep {self.sweep_id}); "
+                f"its runs: {browse(self.store.uri, self.store.experiment_id)}"]
+
     def record(self, index: int, status: str, outcome: task.RunOutcome | None, error: str | None,
                traceback: str | None, node: str, start: float, end: float, overrides: Sequence[str],
                node_ip: str = "") -> None:
@@ -218,36 +246,55 @@ class SweepTracker:
     def recorded(self, index: int, outcome: task.RunOutcome | None, run_id: str | None = None) -> None:
         """Keep an ended run's metrics for the summary (and its MLflow run id once it is logged)."""
         if outcome is not None:
-            self.results.append((self.cfgs[index], dict(outcome.summary)))
+            self.results.append((self.labels[index], self.cfgs[index].get("policy") or {}, dict(outcome.summary)))
         if run_id is not None:
             self.run_ids[index] = run_id
 
     def run_record(self, index: int, overrides: Sequence[str]) -> RunRecord:
         """Everything the record of run ``index`` needs but its outcome (the store must be open)."""
         assert self.store is not None
-        cfg, inputs = self.cfgs[index], self.inputs[index]
+        cfg, inputs, code = self.cfgs[index], self.inputs[index], self.code[index]
         tags = {f"{TAG}run_key": self.keys[index], f"{TAG}sweep_id": self.sweep_id, f"{TAG}git_commit": git_commit(),
-                f"{TAG}version": schedlab_version(), CODE_TAG: code_fingerprint(), INPUTS_TAG: inputs.digest,
-                **targets(cfg)}
+                f"{TAG}version": schedlab_version(), CODE_TAG: code.digest, INPUTS_TAG: inputs.digest,
+                **{f"{TAG}target.{group}": target for group, target in targets(cfg).items()}}
         if inputs.files and inputs.manifest:
             tags[INPUT_FILES_TAG] = inputs.manifest
+        if code.manifest:
+            tags[CODE_FILES_TAG] = code.manifest
         location = StoreLocation.of(self.store.uri, self.experiment_name, self.store.artifact_root)
-        name = run_name(cfg, overrides, self.swept, seed=self.parts[index].workload.stochastic)
-        return RunRecord(location, cfg, tags, self.non_semantic(cfg), name)
+        label = self.labels[index]
+        name = run_name(label, cfg, overrides, self.swept, seed=self.parts[index].workload.stochastic)
+        return RunRecord(location, cfg, tags, run_params(cfg, self.non_semantic(cfg), label), name)
 
     @staticmethod
     def non_semantic(cfg: dict[str, Any]) -> tuple[str, ...]:
         return tuple((cfg.get("sweep") or {}).get("non_semantic") or DEFAULT_NON_SEMANTIC)
 
 
-def run_name(cfg: dict[str, Any], overrides: Sequence[str], swept: Iterable[str], seed: bool = True) -> str:
-    """The run list's name: policy, seed, then the swept factors' values (short keys, trace files by name).
+def policy_label(cfg: dict[str, Any], choice: str, overrides: Sequence[str] = ()) -> str:
+    """A run's policy label: its ``policy=`` config choice, or the class's name when the command line
+    replaced the choice's ``_target_`` (the choice's name would then claim a policy that did not run).
 
-    >>> run_name({"policy": {"name": "easy"}, "seed": 3}, ["policy=easy", "seed=3", "workload.arrival_rate=0.02",
-    ...          "tracking.uri=x"], {"policy", "seed", "workload.arrival_rate"})
+    >>> policy_label({"policy": {"_target_": "sim.policies.backfill.SeedBackfill"}}, "easy")
+    'easy'
+    >>> policy_label({"policy": {"_target_": "mysched.Mine"}}, "easy", ["policy=easy", "policy._target_=mysched.Mine"])
+    'Mine'
+    """
+    target = str((cfg.get("policy") or {}).get("_target_", "?"))
+    if choice and not any(text.lstrip("+~").partition("=")[0] == "policy._target_" for text in overrides):
+        return choice
+    return target.replace(":", ".").rsplit(".", 1)[-1]
+
+
+def run_name(label: str, cfg: dict[str, Any], overrides: Sequence[str], swept: Iterable[str], seed: bool = True
+             ) -> str:
+    """The run list's name: policy label, seed, then the swept factors' values (short keys, trace files by name).
+
+    >>> run_name("easy", {"seed": 3}, ["policy=easy", "seed=3", "workload.arrival_rate=0.02", "tracking.uri=x"],
+    ...          {"policy", "seed", "workload.arrival_rate"})
     'easy seed=3 arrival_rate=0.02'
     """
-    wanted = set(swept) - {"policy", "seed"}
+    wanted = set(swept) - {"policy", "policy._target_", "seed"}
     values = {}
     for text in overrides:
         key, _, value = text.lstrip("+~").partition("=")
@@ -256,7 +303,7 @@ def run_name(cfg: dict[str, Any], overrides: Sequence[str], swept: Iterable[str]
     shorts = Counter(key.rsplit(".", 1)[-1] for key in values)
     factors = [f"{key if shorts[key.rsplit('.', 1)[-1]] > 1 else key.rsplit('.', 1)[-1]}={value}"
                for key, value in values.items()]
-    head = [str((cfg.get("policy") or {}).get("name", "?"))] + ([f"seed={cfg.get('seed')}"] if seed else [])
+    head = [label] + ([f"seed={cfg.get('seed')}"] if seed else [])
     return " ".join(head + factors)
 
 
@@ -290,11 +337,6 @@ def _bookkeeping(key: str, config: DictConfig) -> bool:
     """A key that never changes a run's result (``sweep.non_semantic``, e.g. ``tracking.uri``)."""
     listed = OmegaConf.select(config, "sweep.non_semantic", default=None)
     return any(key == d or key.startswith(d + ".") for d in (listed or DEFAULT_NON_SEMANTIC))
-
-
-def workload_choice(config: DictConfig) -> str:
-    """The ``workload=`` choice of a composed run config (``swf``), or ``""``."""
-    return str(OmegaConf.select(config, "hydra.runtime.choices.workload", default="") or "")
 
 
 def _which(bad: Sequence[PlannedRun], total: int) -> str:

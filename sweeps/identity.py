@@ -1,20 +1,26 @@
-"""What produced a run, beyond its config: the contents of its input files and the simulator code.
+"""What produced a run, beyond its config: the contents of its input files and of the code that ran it.
 
 A run's identity is its ``run_key`` (the semantic config, :func:`sweeps.tracking.run_key`) plus
-:func:`input_digests` (sha256 of every file the workload reads) plus :func:`code_fingerprint`
-(sha256 of the ``sim/**/*.py`` sources). The driver records the last two as the tags
-``schedlab.inputs`` and ``schedlab.code``; resuming a sweep reruns a finished run whose recorded
-inputs or code differ from today's (``sweep.reuse=same``, the default).
+:meth:`InputHasher.inputs` (sha256 of every file the workload reads) plus :meth:`CodeHasher.code` (sha256 of
+every Python source that builds or runs the simulation: ``sim/**/*.py``, the ``sweeps`` modules a
+worker executes (:data:`RUN_MODULES`), and — for a ``_target_`` outside schedlab, the standard library
+and installed third-party packages, i.e. a researcher's own policy — every ``*.py`` of the package it
+lives in). The driver records them as the tags ``schedlab.inputs`` and ``schedlab.code`` (with the
+per-file manifests ``schedlab.input_files`` and ``schedlab.code_files``); resuming a sweep reruns a
+finished run whose recorded inputs or code differ from today's (``sweep.reuse=same``, the default) and
+names the files that changed.
 
-The fingerprint covers the simulator's Python sources only, by content, so a README edit, a new
-commit or a checkout elsewhere leaves it unchanged.
+Sources are hashed by content and path relative to their root, so a README edit, a new commit or a
+checkout elsewhere leaves a fingerprint unchanged.
 """
 
 from __future__ import annotations
 
 import hashlib
+import importlib
 import json
-from collections.abc import Mapping
+import sysconfig
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
@@ -22,6 +28,9 @@ from pathlib import Path
 import sim
 
 SIM_ROOT = Path(sim.__file__).resolve().parent
+SWEEPS_ROOT = Path(__file__).resolve().parent
+#: the ``sweeps`` modules a worker executes to build and run a simulation (besides ``sim/``)
+RUN_MODULES = ("specs.py", "task.py")
 #: ``schedlab.inputs`` of a run that reads no file (a generated workload)
 NO_INPUTS = "none"
 #: the per-file digests are kept as a tag only when they fit (MLflow caps tag values at 8000 chars)
@@ -37,61 +46,20 @@ def sha256_file(path: Path, chunk: int = 1 << 20) -> str:
     return digest.hexdigest()
 
 
-@cache
-def code_fingerprint(root: Path = SIM_ROOT) -> str:
-    """sha256 (20 hex digits) of every ``*.py`` under ``root``: relative path and contents, sorted by path.
-
-    Computed once per process (the driver's); editing a non-Python file leaves it unchanged.
-    """
-    digest = hashlib.sha256()
-    for path in sorted(root.rglob("*.py"), key=lambda p: p.relative_to(root).as_posix()):
-        digest.update(path.relative_to(root).as_posix().encode() + b"\0")
-        digest.update(hashlib.sha256(path.read_bytes()).digest())
-    return digest.hexdigest()[:20]
+def _digest(files: Mapping[str, str]) -> str:
+    text = json.dumps(dict(sorted(files.items())), separators=(",", ":"))
+    return hashlib.sha256(text.encode()).hexdigest()[:20]
 
 
-@dataclass(frozen=True)
-class Inputs:
-    """The files one run reads, by the name the user gave (``traces/x.swf``), with their sha256."""
-
-    files: Mapping[str, str]
-
-    @property
-    def digest(self) -> str:
-        """One hash of all the files (``none`` when the workload reads none)."""
-        if not self.files:
-            return NO_INPUTS
-        text = json.dumps(dict(sorted(self.files.items())), separators=(",", ":"))
-        return hashlib.sha256(text.encode()).hexdigest()[:20]
-
-    @property
-    def manifest(self) -> str | None:
-        """``{name: sha256[:16]}`` as JSON, or ``None`` when it is too long for a tag."""
-        text = json.dumps({k: v[:16] for k, v in sorted(self.files.items())}, separators=(",", ":"))
-        return text if len(text) <= MAX_MANIFEST_CHARS else None
+def _manifest(files: Mapping[str, str]) -> str | None:
+    text = json.dumps({k: v[:16] for k, v in sorted(files.items())}, separators=(",", ":"))
+    return text if len(text) <= MAX_MANIFEST_CHARS else None
 
 
-class InputHasher:
-    """sha256 of input files, each file read once per driver (a sweep's runs share a few files)."""
+def changed_files(recorded_manifest: str | None, now: Mapping[str, str]) -> list[str]:
+    """Names whose digest differs between a recorded manifest tag and ``now`` ([] if unknown).
 
-    def __init__(self) -> None:
-        self._seen: dict[Path, str] = {}
-
-    def inputs(self, files: Mapping[str, Path]) -> Inputs:
-        """``files`` maps the user's name of each file to its path."""
-        out = {}
-        for name, path in files.items():
-            resolved = path.resolve()
-            if resolved not in self._seen:
-                self._seen[resolved] = sha256_file(resolved)
-            out[name] = self._seen[resolved]
-        return Inputs(out)
-
-
-def changed_inputs(recorded_manifest: str | None, now: Inputs) -> list[str]:
-    """Names of the files whose digest differs from a run's ``schedlab.input_files`` tag ([] if unknown).
-
-    >>> changed_inputs('{"a.swf":"00"}', Inputs({"a.swf": "11" * 32}))
+    >>> changed_files('{"a.swf":"00","b.py":"1111111111111111"}', {"a.swf": "11" * 32, "b.py": "11" * 32})
     ['a.swf']
     """
     if not recorded_manifest:
@@ -100,5 +68,128 @@ def changed_inputs(recorded_manifest: str | None, now: Inputs) -> list[str]:
         before = json.loads(recorded_manifest)
     except ValueError:
         return []
-    current = {k: v[:16] for k, v in now.files.items()}
+    current = {k: v[:16] for k, v in now.items()}
     return sorted(k for k in before.keys() | current.keys() if before.get(k) != current.get(k))
+
+
+@dataclass(frozen=True)
+class Fingerprint:
+    """Named files with their sha256: the files one run reads (``traces/x.swf``) or the sources that ran it."""
+
+    files: Mapping[str, str]
+
+    @property
+    def digest(self) -> str:
+        """One hash of all the files (:data:`NO_INPUTS` when there are none)."""
+        return _digest(self.files) if self.files else NO_INPUTS
+
+    @property
+    def manifest(self) -> str | None:
+        """``{name: sha256[:16]}`` as JSON, or ``None`` when it is too long for a tag."""
+        return _manifest(self.files)
+
+
+def tree_sources(root: Path, prefix: str) -> dict[str, str]:
+    """sha256 of every ``*.py`` under ``root``, keyed ``prefix/relative/path.py``."""
+    return {f"{prefix}/{path.relative_to(root).as_posix()}": sha256_file(path)
+            for path in sorted(root.rglob("*.py")) if "__pycache__" not in path.parts}
+
+
+@cache
+def schedlab_sources() -> dict[str, str]:
+    """The simulator and the ``sweeps`` modules a run executes (read once per process)."""
+    files = tree_sources(SIM_ROOT, "sim")
+    files.update({f"sweeps/{name}": sha256_file(SWEEPS_ROOT / name) for name in RUN_MODULES})
+    return files
+
+
+def code_fingerprint(root: Path = SIM_ROOT) -> str:
+    """sha256 (20 hex digits) of every ``*.py`` under ``root`` by relative path and content.
+
+    >>> code_fingerprint() == code_fingerprint(SIM_ROOT)
+    True
+    """
+    return _digest(tree_sources(root, "."))
+
+
+_INSTALLED = tuple({Path(p).resolve() for key in ("stdlib", "platstdlib", "purelib", "platlib")
+                    if (p := sysconfig.get_paths().get(key))})
+
+
+@cache
+def own_package(target: str) -> tuple[str, Path] | None:
+    """The researcher's own code a ``_target_`` (``pkg.mod.Name`` or ``pkg.mod:Name``) lives in: the
+    top-level package's name and folder, or a single module's name and file; ``None`` for schedlab's
+    own modules, the standard library and installed packages (their versions pin them).
+
+    The module is imported (the driver validates every target before running anything)."""
+    module = _module_of(target)
+    if module is None:
+        return None
+    top = importlib.import_module(module.split(".")[0])
+    folders = [Path(p).resolve() for p in getattr(top, "__path__", [])]
+    place = folders[0] if folders else Path(top.__file__).resolve() if getattr(top, "__file__", None) else None
+    if place is None or any(place.is_relative_to(root) for root in (SIM_ROOT, SWEEPS_ROOT, *_INSTALLED)):
+        return None
+    return top.__name__, place
+
+
+def own_sources(target: str) -> dict[str, str]:
+    """sha256 of every ``*.py`` of a target's own package (:func:`own_package`), keyed ``package/path.py``."""
+    own = own_package(target)
+    if own is None:
+        return {}
+    name, place = own
+    return tree_sources(place, name) if place.is_dir() else {place.name: sha256_file(place)}
+
+
+def _module_of(target: str) -> str | None:
+    """The importable module a target lives in (``None``: none is)."""
+    if ":" in target:
+        return target.split(":", 1)[0]
+    parts = target.split(".")
+    for end in range(len(parts) - 1, 0, -1):
+        name = ".".join(parts[:end])
+        try:
+            importlib.import_module(name)
+        except ImportError:
+            continue
+        return name
+    return None
+
+
+class CodeHasher:
+    """The code :class:`Fingerprint` of a run from its ``_target_`` s: schedlab's sources plus the researcher's own
+    packages, each read once per driver."""
+
+    def __init__(self) -> None:
+        self._own: dict[str, dict[str, str]] = {}
+        self._code: dict[tuple[str, ...], Fingerprint] = {}
+
+    def code(self, targets: Iterable[str]) -> Fingerprint:
+        key = tuple(sorted(set(targets)))
+        if key not in self._code:
+            files = dict(schedlab_sources())
+            for target in key:
+                if target not in self._own:
+                    self._own[target] = own_sources(target)
+                files.update(self._own[target])
+            self._code[key] = Fingerprint(files)
+        return self._code[key]
+
+
+class InputHasher:
+    """sha256 of input files, each file read once per driver (a sweep's runs share a few files)."""
+
+    def __init__(self) -> None:
+        self._seen: dict[Path, str] = {}
+
+    def inputs(self, files: Mapping[str, Path]) -> Fingerprint:
+        """``files`` maps the user's name of each file to its path."""
+        out = {}
+        for name, path in files.items():
+            resolved = path.resolve()
+            if resolved not in self._seen:
+                self._seen[resolved] = sha256_file(resolved)
+            out[name] = self._seen[resolved]
+        return Fingerprint(out)

@@ -66,7 +66,7 @@ class RunRecord:
     store: StoreLocation
     cfg: dict[str, Any]
     tags: dict[str, str]
-    non_semantic: tuple[str, ...]
+    params: dict[str, Any]
     run_name: str
 
     def __call__(self, report: RunReport) -> str | None:
@@ -85,7 +85,7 @@ class RunRecord:
         if error:
             tags[f"{TAG}error"] = error.splitlines()[0][:5000]
         metrics: dict[str, float] = {}
-        params = run_params(self.cfg, self.non_semantic)
+        params = dict(self.params)
         if outcome is not None:
             metrics = {**outcome.summary, "sim/seconds": outcome.seconds}
             tags.update({f"{TAG}note.{k}": str(v) for k, v in outcome.notes.items()})
@@ -97,17 +97,18 @@ class RunRecord:
             files=outcome.files if outcome is not None else {}, traceback=traceback))
 
 
-def run_params(cfg: dict[str, Any], non_semantic: Iterable[str]) -> dict[str, Any]:
-    """The MLflow params: the semantic config, without ``_target_`` class paths (those are tags).
+def run_params(cfg: dict[str, Any], non_semantic: Iterable[str], label: str) -> dict[str, Any]:
+    """The MLflow params: the semantic config (``_target_`` class paths included) and the policy's label as
+    ``policy``.
 
-    >>> run_params({"policy": {"_target_": "x.Easy", "name": "easy"}, "tracking": {"uri": "u"}}, ["tracking"])
-    {'policy.name': 'easy'}
+    >>> run_params({"policy": {"_target_": "x.Easy", "window": "head"}, "tracking": {"uri": "u"}}, ["tracking"], "easy")
+    {'policy': 'easy', 'policy._target_': 'x.Easy', 'policy.window': 'head'}
     """
-    return {k: v for k, v in semantic_config(cfg, non_semantic).items() if not k.endswith("_target_")}
+    return {"policy": label, **semantic_config(cfg, non_semantic)}
 
 
 def targets(cfg: dict[str, Any]) -> dict[str, str]:
-    """``schedlab.target.<group>`` tags: the class each config group built."""
-    return {f"{TAG}target.{group}": str(node["_target_"]) for group, node in cfg.items()
+    """The class or factory each config group builds, by group (``{"policy": "sim.policies…"}``)."""
+    return {group: str(node["_target_"]) for group, node in cfg.items()
             if isinstance(node, dict) and "_target_" in node}
 

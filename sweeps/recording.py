@@ -94,12 +94,14 @@ class Recording(Callback):
         self.tracker: Any = None  # a SweepTracker when this process runs the jobs itself
         self.skips = SKIPPED
         self.started: dict[int, float] = {}
+        self.single = False  # a single run (no -m): a failure ends the process with one line
 
     def on_run_start(self, config: DictConfig, **kwargs: Any) -> None:
         try:
             check_tracking(config)
         except StoreUnusableError as error:
             abort(str(error))
+        self.single = True
         self._in_process(config, summary=False)
 
     def on_multirun_start(self, config: DictConfig, **kwargs: Any) -> None:
@@ -127,12 +129,13 @@ class Recording(Callback):
         if self.tracker is None:  # a Ray worker: the driver's tracker records this job
             return
         from sim.core import InputError
-        from sweeps.hook import task_config, workload_choice
+        from sweeps.hook import group_choices, task_config
 
         index = int(OmegaConf.select(config, "hydra.job.num", default=0) or 0)
         plain = task_config(config)
         try:
-            self.tracker.check(index, plain, workload_choice(config))
+            overrides = list(OmegaConf.select(config, "hydra.overrides.task", default=[]) or [])
+            self.tracker.check(index, plain, group_choices(config), overrides)
         except InputError as error:
             abort(f"invalid configuration, nothing was run: {error}")
         reason = self.tracker.plan_configs({index: plain})[0]
@@ -164,12 +167,18 @@ class Recording(Callback):
             self.tracker.record(index, "FAILED", None, f"{type(exc).__name__}: {exc}",
                                 "".join(traceback.format_exception(exc)), socket.gethostname(), start, end,
                                 job_return.overrides or [])
-        if self.tracker.store is not None and index in self.tracker.run_ids:
+        recorded = self.tracker.store is not None and index in self.tracker.run_ids
+        if recorded:
             print(f"MLflow run {self.tracker.run_ids[index]} in {self.tracker.store.uri} "
                   f"(experiment {self.tracker.experiment_name!r})")
+        if self.single and job_return.status != JobStatus.COMPLETED:  # one line, not Hydra's traceback
+            self.on_run_end(config)
+            error = f"{type(job_return._return_value).__name__}: {job_return._return_value}".strip()
+            where = "recorded as a FAILED run with its traceback.txt" if recorded else "not recorded"
+            abort(f"the run failed: {error.splitlines()[0]} ({where})", code=1)
 
     def on_run_end(self, config: DictConfig, **kwargs: Any) -> None:
-        for line in self.tracker.notes() if self.tracker is not None else []:
+        for line in self.tracker.notes() + self.tracker.where() if self.tracker is not None else []:
             print(line)
 
     def on_multirun_end(self, config: DictConfig, **kwargs: Any) -> None:

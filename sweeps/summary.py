@@ -12,36 +12,42 @@ COLUMNS = ("wait/mean", "bsld/mean", "util", "fairness/jain")
 WORKFLOW_COLUMNS = ("late/proportion", "turnaround/mean", "overhead/mean_s", "util")
 
 
-def policy_labels(cfgs: Sequence[dict[str, Any]]) -> list[str]:
-    """``easy`` or ``easy order=sjf``: the policy name plus the options that vary between its runs.
+def policy_labels(policies: Sequence[tuple[str, dict[str, Any]]]) -> list[str]:
+    """Per run, its policy label plus what differs between the runs sharing that label (their options,
+    or their class), so two different policies never share a row.
 
-    >>> policy_labels([{"policy": {"name": "easy", "order": "fcfs"}}, {"policy": {"name": "easy", "order": "sjf"}}])
-    ['easy order=fcfs', 'easy order=sjf']
+    >>> policy_labels([("easy", {"order": "fcfs"}), ("easy", {"order": "sjf"}), ("mine", {"_target_": "a.A"})])
+    ['easy order=fcfs', 'easy order=sjf', 'mine']
+    >>> policy_labels([("mine", {"_target_": "a.A"}), ("mine", {"_target_": "b.B"})])
+    ['mine class=a.A', 'mine class=b.B']
     """
-    policies = [{k: v for k, v in (cfg.get("policy") or {}).items() if not k.startswith("_")} for cfg in cfgs]
     values: dict[tuple[str, str], set[str]] = {}
-    for policy in policies:
+    for label, policy in policies:
         for key, value in policy.items():
-            values.setdefault((str(policy.get("name")), key), set()).add(repr(value))
-    return [" ".join([str(p.get("name", "?")), *(f"{k}={v}" for k, v in sorted(p.items())
-                                                   if k != "name" and len(values[(str(p.get("name")), k)]) > 1)])
-            for p in policies]
+            values.setdefault((label, key), set()).add(repr(value))
+    out = []
+    for label, policy in policies:
+        differing = [f"{'class' if k == '_target_' else k}={v}" for k, v in sorted(policy.items())
+                     if len(values[(label, k)]) > 1]
+        out.append(" ".join([label, *differing]))
+    return out
 
 
-def format_policy_table(results: Sequence[tuple[dict[str, Any], dict[str, float]]]) -> str:
-    """Mean of each metric over the runs of each policy (skipped runs included, from MLflow).
+def format_policy_table(results: Sequence[tuple[str, dict[str, Any], dict[str, float]]]) -> str:
+    """Mean of each metric over the runs of each policy (``(label, policy config, metrics)`` per run,
+    skipped runs included, from MLflow).
 
     A multi-resource run has ``util/<resource>`` instead of ``util``: each such column is shown;
     workflow runs show P, T, O and utilisation.
 
-    >>> print(format_policy_table([({"policy": {"name": "easy"}}, {"wait/mean": 2.0, "util": 0.5})]))
+    >>> print(format_policy_table([("easy", {}, {"wait/mean": 2.0, "util": 0.5})]))
     policy    runs     wait/mean     bsld/mean          util
     easy         1             2             -           0.5
     """
     groups: dict[str, list[dict[str, float]]] = {}
-    for label, (_, metrics) in zip(policy_labels([cfg for cfg, _ in results]), results, strict=True):
+    for label, (_, _, metrics) in zip(policy_labels([(lab, pol) for lab, pol, _ in results]), results, strict=True):
         groups.setdefault(label, []).append(metrics)
-    present = {key for _, metrics in results for key in metrics}
+    present = {key for _, _, metrics in results for key in metrics}
     if "late/proportion" in present:
         columns = [c for c in WORKFLOW_COLUMNS if c in present]
     else:

@@ -1,8 +1,10 @@
 """One run: a resolved config (a plain dict) in, summary metrics and the per-job table out.
 
 The launcher and the tracker are generic; this module is the only place that knows how a config
-becomes a simulation. Group nodes carry a ``_target_`` (Hydra ``instantiate``), so the simulator
-never sees a ``DictConfig``.
+becomes a simulation. Group nodes carry a ``_target_``, so the simulator never sees a ``DictConfig``:
+clusters and workloads are built by Hydra's ``instantiate``, the policy by :func:`sim.policies.loading.build_policy`
+(the same loader as ``python -m sim --policy``: a target that cannot be imported, options its class does not
+take or a class missing a protocol method are one line, on the driver before anything runs).
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ from hydra.utils import instantiate
 from sim.core import Cluster, InputError
 from sim.engine import OversizedJobError
 from sim.policies.base import EngineView
+from sim.policies.loading import build_policy
 from sim.run import check_kind, run
 from sweeps.specs import TRACE_SOURCES, slotted_shape
 
@@ -154,6 +157,8 @@ def _instantiate(group: str, cfg: dict[str, Any], weights: dict[str, float] | No
         raise InputError(f"{group}.{missing[0]} is required: pass {group}.{missing[0]}=VALUE{hint}")
     if weights is not None and "weights" in node and node["weights"] is None:
         node = {**node, "weights": weights}
+    if group == "policy":
+        return build_policy(str(node["_target_"]), {k: v for k, v in node.items() if k != "_target_"})
     try:
         return instantiate(node, _convert_="all")
     except InstantiationException as e:

@@ -29,8 +29,8 @@ T = TypeVar("T")
 def flatten(cfg: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
     """Dotted keys for a nested mapping (lists stay one JSON value).
 
-    >>> flatten({"policy": {"name": "easy"}, "seed": 3})
-    {'policy.name': 'easy', 'seed': 3}
+    >>> flatten({"policy": {"order": "sjf"}, "seed": 3})
+    {'policy.order': 'sjf', 'seed': 3}
     """
     flat: dict[str, Any] = {}
     for key, value in cfg.items():
@@ -49,14 +49,37 @@ def semantic_config(cfg: Mapping[str, Any], non_semantic: Iterable[str]) -> dict
             if not any(k == d or k.startswith(d + ".") for d in drop)}
 
 
-def run_key(cfg: Mapping[str, Any], non_semantic: Iterable[str]) -> str:
-    """A stable hash of what determines a run's result (same config ⇒ same key, in any process).
+def run_key(cfg: Mapping[str, Any], non_semantic: Iterable[str], label: str = "") -> str:
+    """A stable hash of what determines a run's result and how it is labelled (same config and policy
+    label ⇒ same key, in any process): runs of one configuration under two labels are two cells.
 
     >>> run_key({"seed": 1, "tracking": {"uri": "a"}}, ["tracking"]) == run_key({"seed": 1}, [])
     True
     """
-    text = json.dumps(semantic_config(cfg, non_semantic), sort_keys=True, default=str)
+    semantic = semantic_config(cfg, non_semantic)
+    text = json.dumps({**semantic, "policy": label} if label else semantic, sort_keys=True, default=str)
     return hashlib.sha256(text.encode()).hexdigest()[:20]
+
+
+#: where ``mlflow ui`` serves by default
+UI_ADDRESS = "http://127.0.0.1:5000"
+
+
+def browse(uri: str, experiment_id: str) -> str:
+    """How to open an experiment's runs table in the MLflow UI. MLflow 3.17's UI opens an experiment on
+    its GenAI overview ("Traces 0") whatever the experiment's tags: its view is the browser's
+    ``workflowType`` setting, which a link sets with ``?workflowType=machine_learning`` (read from the UI's
+    source: ``WorkflowTypeContext``; checked with headless Chromium).
+
+    >>> browse("sqlite:////d/mlflow.db", "3")
+    'mlflow ui --backend-store-uri sqlite:////d/mlflow.db, then open http://127.0.0.1:5000/#/experiments/3/runs?workflowType=machine_learning'
+    >>> browse("http://10.0.0.1:5000/", "3")
+    'open http://10.0.0.1:5000/#/experiments/3/runs?workflowType=machine_learning'
+    """
+    remote = uri.startswith(("http://", "https://"))
+    base = uri.rstrip("/") if remote else UI_ADDRESS
+    link = f"{base}/#/experiments/{experiment_id}/runs?workflowType=machine_learning"
+    return f"open {link}" if remote else f"mlflow ui --backend-store-uri {uri}, then open {link}"
 
 
 def param_value(value: Any) -> str:

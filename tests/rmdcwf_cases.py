@@ -6,7 +6,7 @@ from collections.abc import Sequence
 
 from sim.core import Cluster, Job, SimulationResult, Workflow
 from sim.engine import simulate
-from sim.policies import make_policy
+from sim.policies import policy_from_conf
 
 #: a task: (execution time, parents as local indices)
 Task = tuple[float, Sequence[int]]
@@ -26,7 +26,7 @@ def simulate_workflows(workflows: Sequence[Workflow], m: int, c: int, policy: st
                        **options: object) -> SimulationResult:
     """Run ``policy`` on the workflows on an m × c slotted cluster (invariant checks on in tests)."""
     jobs = [t for wf in workflows for t in wf.tasks]
-    return simulate(jobs, Cluster.slotted(m, c), make_policy(policy, **options), workflows=workflows)
+    return simulate(jobs, Cluster.slotted(m, c), policy_from_conf(policy, **options), workflows=workflows)
 
 
 def starts(result: SimulationResult) -> dict[int, tuple[float, int]]:

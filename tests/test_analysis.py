@@ -76,7 +76,7 @@ class Store:
 
 
 def params_of(policy: str, rate: float, seed: int) -> dict:
-    return {"experiment_name": "paper", "policy.name": policy, "policy.order": "fcfs",
+    return {"experiment_name": "paper", "policy": policy, "policy.order": "fcfs",
             "policy.reservations": "1" if policy == "easy" else "all", "workload.name": "synthetic",
             "workload.arrival_rate": rate, "workload.jobs": 6, "workload.seed": seed, "cluster.nodes": 8, "seed": seed,
             # bookkeeping that varies but never changes a result: not a factor
@@ -125,9 +125,9 @@ def test_finished_runs_deduplicated_and_failed_listed(runs) -> None:
 
 
 def test_varying_keys_leave_out_seed_its_copies_and_policy_attributes(runs) -> None:
-    assert runs.varying("seed", ["policy.name"]) == ["workload.arrival_rate"]
+    assert runs.varying("seed", ["policy"]) == ["workload.arrival_rate"]
     assert "policy.reservations" in varying_keys(runs.params)  # without a column factor it varies
-    assert runs.resolve_factor("policy") == "policy.name"
+    assert runs.resolve_factor("policy") == "policy"
     assert runs.resolve_factor("arrival_rate") == "workload.arrival_rate"
 
 
@@ -146,10 +146,10 @@ def test_sweep_filter(store: Store) -> None:
         (lambda s: analyse(load_runs("paper", s.uri), metrics=["wait/mean", "wiat/mean"]),
          r"unknown metric 'wiat/mean' .* logged metrics: bsld/mean, fairness/jain, jobs, util, wait/mean"),
         (lambda s: analyse(load_runs("paper", s.uri), rows=["arival_rate"]),
-         r"unknown factor 'arival_rate' \(not a config key\); keys that vary: policy.name, policy.reservations, "
+         r"unknown factor 'arival_rate' \(not a config key\); keys that vary: policy, policy.reservations, "
          r"workload.arrival_rate; all keys: cluster.nodes, "),
         (lambda s: analyse(load_runs("paper", s.uri), baseline="fcfs"),
-         r"unknown baseline 'fcfs'; policy.name levels: conservative, easy"),
+         r"unknown baseline 'fcfs'; policy levels: conservative, easy"),
     ],
 )
 def test_clear_errors(store: Store, call, message: str) -> None:
@@ -170,8 +170,8 @@ def cell(frame: pd.DataFrame, **where) -> pd.Series:
 
 
 def test_aggregate_matches_hand_computed(runs) -> None:
-    design = runs.design(["workload.arrival_rate", "policy.name"], ["wait/mean", "bsld/mean"])
-    summary = aggregate(design, ["workload.arrival_rate"], ["policy.name"], ["wait/mean", "bsld/mean"])
+    design = runs.design(["workload.arrival_rate", "policy"], ["wait/mean", "bsld/mean"])
+    summary = aggregate(design, ["workload.arrival_rate"], ["policy"], ["wait/mean", "bsld/mean"])
     c = cell(summary, workload__arrival_rate=0.5, column="easy", metric="wait/mean")
     assert (c["mean"], c["n"]) == (13.0, 3)  # (10 + 12 + 17) / 3
     assert c["sd"] == pytest.approx(math.sqrt(13))  # ((-3)² + (-1)² + 4²) / 2 = 13
@@ -183,8 +183,8 @@ def test_aggregate_matches_hand_computed(runs) -> None:
 
 
 def test_paired_difference_matches_hand_computed(runs) -> None:
-    design = runs.design(["workload.arrival_rate", "policy.name"], ["wait/mean"])
-    paired = paired_differences(design, ["workload.arrival_rate"], ["policy.name"], ["wait/mean"], "easy")
+    design = runs.design(["workload.arrival_rate", "policy"], ["wait/mean"])
+    paired = paired_differences(design, ["workload.arrival_rate"], ["policy"], ["wait/mean"], "easy")
     low = cell(paired, workload__arrival_rate=0.5, metric="wait/mean")
     # conservative − easy per seed: 14−10, 15−12, 19−17 = 4, 3, 2 → mean 3, sd 1
     assert (low["mean"], low["sd"], low["n"], low["column"], low["baseline"]) == (3.0, 1.0, 3, "conservative", "easy")
@@ -235,7 +235,7 @@ def test_table_files(runs, tmp_path: Path) -> None:
     a = analyse(runs, metrics=["wait/mean"])
     write_tables(a, tmp_path)
     csv = pd.read_csv(tmp_path / "tables" / "ci.csv")
-    assert list(csv.columns) == ["workload.arrival_rate", "policy.name", "metric", "mean", "sd", "n", "half_width",
+    assert list(csv.columns) == ["workload.arrival_rate", "policy", "metric", "mean", "sd", "n", "half_width",
                                  "ci_low", "ci_high"]
     assert len(csv) == 6 and sorted(csv["n"]) == [1, 1, 3, 3, 3, 3]
     paired = pd.read_csv(tmp_path / "tables" / "paired.csv")

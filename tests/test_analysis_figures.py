@@ -75,7 +75,7 @@ def test_lowest_free_ids_and_capacity_errors() -> None:
 @pytest.fixture(scope="module")
 def design() -> pd.DataFrame:
     rng = np.random.default_rng(1)
-    rows = [{"workload.arrival_rate": rate, "policy.name": policy, "seed": seed, "cluster.nodes": nodes,
+    rows = [{"workload.arrival_rate": rate, "policy": policy, "seed": seed, "cluster.nodes": nodes,
              "wait/mean": 3600 * rate * (2 if policy == "conservative" else 1) + rng.normal(0, 300), "util": 0.7}
             for rate in (0.001, 0.01, 0.1) for policy in ("easy", "conservative") for seed in range(3)
             for nodes in (16, 32)]
@@ -83,10 +83,10 @@ def design() -> pd.DataFrame:
 
 
 def test_metric_vs_factor_numeric_categorical_and_faceted(design: pd.DataFrame, tmp_path: Path) -> None:
-    assert_figure_files(plot_metric_vs_factor(design, "workload.arrival_rate", "wait/mean", "policy.name",
+    assert_figure_files(plot_metric_vs_factor(design, "workload.arrival_rate", "wait/mean", "policy",
                                               tmp_path, "numeric", facet="cluster.nodes"))
     single = design[design["seed"] == 0]  # n = 1 everywhere: points without error bars, no NaN trouble
-    assert_figure_files(plot_metric_vs_factor(single, "policy.name", "util", "policy.name", tmp_path, "categorical"))
+    assert_figure_files(plot_metric_vs_factor(single, "policy", "util", "policy", tmp_path, "categorical"))
 
 
 def test_wait_ecdf(tmp_path: Path) -> None:

@@ -18,7 +18,7 @@ UTIL = {"easy": 0.000103, "conservative": 0.000101}  # a trace replay: every see
 
 
 def trace_params(policy: str, seed: int) -> dict:
-    return {"policy.name": policy, "workload.name": "swf", "workload.path": "KTH.swf", "seed": seed}
+    return {"policy": policy, "workload.name": "swf", "workload.path": "KTH.swf", "seed": seed}
 
 
 @pytest.fixture(scope="module")
@@ -63,7 +63,7 @@ def test_mixed_code_fingerprints_are_refused_unless_pooling_is_asked(store: Stor
     with pytest.raises(AnalysisError) as info:
         analyse(runs, metrics=["util"])
     assert str(info.value) == (
-        "1 cell(s) mix runs of different simulator code, e.g. policy.name=easy (a1b2c3d4e5f6: 2 run(s), "
+        "1 cell(s) mix runs of different simulator code, e.g. policy=easy (a1b2c3d4e5f6: 2 run(s), "
         "unknown: 1 run(s)); select one sweep with --sweep, rerun it, or pass --pool-code to pool them anyway")
     pooled = analyse(runs, metrics=["util"], pool_code=True)
     assert "1 cell(s) pool runs of different simulator code (schedlab.code), as asked" in pooled.notes

@@ -23,7 +23,7 @@ from hypothesis import strategies as st
 from omegaconf import DictConfig, ListConfig, OmegaConf, open_dict
 
 from hydra_plugins.schedlab_ray_launcher import _compose, _core
-from hydra_plugins.schedlab_ray_launcher._compose import CachingConfigLoader, Recipe, parse_override
+from hydra_plugins.schedlab_ray_launcher._compose import CachingConfigLoader, Recipe, group_choices, parse_override
 from hydra_plugins.schedlab_ray_launcher.sweeper import validate_batch
 from sweeps.hook import DEFAULT_NON_SEMANTIC, task_config
 from sweeps.tracking import flatten, run_key
@@ -120,13 +120,13 @@ def test_every_run_of_every_experiment_composes_as_hydra_does(loader: ConfigLoad
     assert all(cached.plain(cfg, job) is not None for job in jobs)  # no experiment needs a run composed
 
 
-def assert_same_plain(full: DictConfig, plain: tuple[dict[str, Any], str, Recipe] | None) -> None:
+def assert_same_plain(full: DictConfig, plain: tuple[dict[str, Any], dict[str, str], Recipe] | None) -> None:
     """The cache's plain description of a run (when it has one) is the run's resolved task config, type
-    for type, and its workload choice."""
+    for type, and its group choices."""
     if plain is not None:
-        task, workload, _ = plain
+        task, choices, _ = plain
         assert json.dumps(task, sort_keys=True) == json.dumps(resolved(full), sort_keys=True)
-        assert workload == full.hydra.runtime.choices.workload
+        assert choices == group_choices(full) and choices["policy"] == full.hydra.runtime.choices.policy
 
 
 @pytest.mark.parametrize("overrides", [

@@ -14,7 +14,6 @@ from hydra.errors import ConfigCompositionException
 from omegaconf import DictConfig, OmegaConf
 
 from sim.core import InputError
-from sim.policies import POLICIES
 from sweeps import task
 from sweeps.hook import DEFAULT_NON_SEMANTIC, task_config
 from sweeps.tracking import flatten, run_key
@@ -74,7 +73,7 @@ def test_every_policy_option_composes_and_validates(policy: str) -> None:
             fits.append(companion)
         except InputError as error:
             refusals.append(str(error))
-    assert len(fits) >= 1 and plain["policy"]["name"] in POLICIES
+    assert len(fits) >= 1 and "name" not in plain["policy"]  # the label is the config choice
     assert all(("does not fit cluster" in e or "workloads, not" in e) for e in refusals)
 
 
@@ -110,9 +109,9 @@ def test_a_drf_run_logs_fairness_metrics_and_the_share_timeline() -> None:
     assert set(timeline) == {"time", "user", "dominant_share"} and set(timeline["user"]) == {"A", "B", "C"}
 
 
-def test_one_policy_file_per_simulator_policy() -> None:
-    names = [OmegaConf.load(CONF / "policy" / f"{p}.yaml").name for p in options("policy")]
-    assert len(names) == len(set(names)) and set(names) == set(POLICIES)
+def test_every_policy_file_targets_a_simulator_class_or_factory() -> None:
+    targets = [OmegaConf.load(CONF / "policy" / f"{p}.yaml")._target_ for p in options("policy")]
+    assert all(t.startswith("sim.policies.") and t.count(".") == 3 for t in targets), targets
 
 
 def test_a_multi_resource_run_builds_from_specs() -> None:
@@ -121,7 +120,7 @@ def test_a_multi_resource_run_builds_from_specs() -> None:
     plain["cluster"] = {"_target_": "sweeps.specs.ResourceCluster", "resources": {"cpu": 9, "mem": 18}}
     plain["workload"] = {"_target_": "sweeps.specs.MultiResTasks", "users": {
         "A": {"demand": [1, 4], "tasks": 20, "duration": 10}, "B": {"demand": [3, 1], "tasks": 20, "duration": 10}}}
-    plain["policy"] = {"_target_": "sim.policies.make_policy", "name": "drf"}
+    plain["policy"] = {"_target_": "sim.policies.fair_share.FairShare", "rule": "drf"}
     outcome = task.run_one(plain)
     assert outcome.summary["jobs"] == 40 and "util/cpu" in outcome.summary
 
@@ -155,7 +154,7 @@ def test_trace_workloads_read_relative_paths_from_the_launch_directory(fmt: str,
 @pytest.mark.parametrize(("overrides", "message"), [
     (["workload.arrival_rate=-1"], "arrival_rate must be a positive"),
     (["workload.arrival_rate=0"], "arrival_rate must be a positive"),
-    (["policy.name=nosuch"], "unknown policy 'nosuch'"),
+    (["policy._target_=nosuch.Policy"], "cannot import policy nosuch.Policy"),
     (["policy.order=random"], "unknown queue order"),
     (["cluster.nodes=0"], "cluster.nodes must be a positive"),
     (["workload=swf", "workload.path=missing.swf"], "Parallel Workloads Archive"),
@@ -186,7 +185,7 @@ def test_run_key_ignores_non_semantic_keys_only() -> None:
 
 def test_params_are_the_flattened_config_with_dotted_keys() -> None:
     params = flatten(task_config(load()))
-    assert {"policy.name", "policy.order", "workload.arrival_rate", "cluster.nodes", "seed"} <= set(params)
+    assert {"policy._target_", "policy.order", "workload.arrival_rate", "cluster.nodes", "seed"} <= set(params)
     assert not any(k.startswith("hydra") for k in params)
     assert all(len(str(v)) < 6000 for v in params.values())
 

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from sim import Cluster, simulate
-from sim.policies import make_policy
+from sim.policies import policy_from_conf
 from sim.workloads import read_drevt_csv
 from tests.conftest import DREVT
 from tests.reference import seed_pseudocode
@@ -37,7 +37,7 @@ def test_the_suite_is_complete() -> None:
 @pytest.mark.parametrize("trace", TRACES, ids=[t.stem for t in TRACES])
 def test_matches_drevt(trace: Path, policy: str) -> None:
     jobs = read_drevt_csv(trace).jobs
-    result = simulate(jobs, Cluster.nodes(100), make_policy(policy))
+    result = simulate(jobs, Cluster.nodes(100), policy_from_conf(policy))
     assert {r.job.id: (r.start, r.end) for r in result.records} == expected(policy, trace)
 
 

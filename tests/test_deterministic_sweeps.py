@@ -64,8 +64,9 @@ def test_mlflow_params_are_the_semantic_config(trace_dir: Path) -> None:
     [run] = runs(sqlite_uri(trace_dir), EXPERIMENT)
     params = run.data.params
     assert params["cluster.nodes"] == "16"  # the size the trace header gave, not None
-    assert params["workload.path"] == "traces/x.swf" and params["policy.name"] == "easy"
-    assert not [k for k in params if k.endswith("_target_") or k.split(".")[0] in {"tracking", "sweep", "hydra"}]
+    assert params["workload.path"] == "traces/x.swf" and params["policy"] == "easy"
+    assert params["policy._target_"] == "sim.policies.backfill.SeedBackfill"  # the class is part of the record
+    assert not [k for k in params if k.split(".")[0] in {"tracking", "sweep", "hydra"}]
     assert not {"experiment_name", "replications", "workload.base_dir"} & set(params)
     assert run.data.tags["schedlab.target.workload"] == "sweeps.specs.TraceFile"
     names = [e.name for e in MlflowClient(sqlite_uri(trace_dir)).search_experiments()]
@@ -73,11 +74,12 @@ def test_mlflow_params_are_the_semantic_config(trace_dir: Path) -> None:
 
 
 def test_run_names_shorten_keys_and_trace_paths() -> None:
-    cfg = {"policy": {"name": "conservative"}, "seed": 2}
+    cfg = {"policy": {"window": "ahead"}, "seed": 2}
     overrides = ["policy=conservative", "seed=2", "workload.path=/data/traces/KTH.swf", "cluster.nodes=64",
                  "workload.jobs=10", "engine.jobs=3", "tracking.uri=sqlite:///x"]
     swept = {"policy", "seed", "workload.path", "workload.jobs", "engine.jobs"}
-    assert run_name(cfg, overrides, swept) == "conservative seed=2 path=KTH.swf workload.jobs=10 engine.jobs=3"
+    assert run_name("conservative", cfg, overrides, swept) == \
+        "conservative seed=2 path=KTH.swf workload.jobs=10 engine.jobs=3"
 
 
 @pytest.mark.parametrize(("overrides", "expected"), [

@@ -16,9 +16,10 @@ from hypothesis import given, settings
 
 from sim.core import Cluster, Job, JobRecord
 from sim.engine import simulate
-from sim.policies.fair_share import FAIR_SHARE_POLICIES
+from sim.policies import policy_from_conf
 
-NAMES = sorted(FAIR_SHARE_POLICIES)
+#: the conf/policy files of the fair-share family
+NAMES = ["asset_fair", "cpu_fair", "drf", "drf_weighted", "fcfs_multi"]
 
 
 @st.composite
@@ -87,9 +88,9 @@ def test_invariants_on_random_traces(scenario, name: str, placement: str, strict
     options: dict = {"weights": {"A": 3.0, "B": 0.5}} if name == "drf_weighted" else {}
     if name != "fcfs_multi":
         options["strict"] = strict
-    result = simulate(jobs, cluster, FAIR_SHARE_POLICIES[name](placement=placement, **options))
+    result = simulate(jobs, cluster, policy_from_conf(name, placement=placement, **options))
     check(result.records, jobs, cluster, order_by_user=name != "fcfs_multi", conserving=not options.get("strict"))
-    again = simulate(jobs, cluster, FAIR_SHARE_POLICIES[name](placement=placement, **options))
+    again = simulate(jobs, cluster, policy_from_conf(name, placement=placement, **options))
     assert [(r.start, r.machine) for r in again.records] == [(r.start, r.machine) for r in result.records]
 
 
@@ -98,6 +99,6 @@ def test_invariants_on_random_traces(scenario, name: str, placement: str, strict
 def test_shifting_all_times_shifts_the_schedule(scenario, name: str) -> None:
     cluster, jobs = scenario
     shifted = [Job(j.id, j.submit + 1000.0, j.demand, j.time_limit, j.runtime, j.user) for j in jobs]
-    base = simulate(jobs, cluster, FAIR_SHARE_POLICIES[name]()).records
-    moved = simulate(shifted, cluster, FAIR_SHARE_POLICIES[name]()).records
+    base = simulate(jobs, cluster, policy_from_conf(name)).records
+    moved = simulate(shifted, cluster, policy_from_conf(name)).records
     assert [(r.start + 1000.0, r.machine) for r in base] == [(r.start, r.machine) for r in moved]

@@ -14,9 +14,9 @@ from sim.core import Cluster, Job, JobRecord, SimulationResult
 from sim.engine import simulate
 from sim.fairness import dominant_share_timeline, fairness_summary, jain_index
 from sim.metrics import summarize
-from sim.policies.fair_share import FAIR_SHARE_POLICIES
+from sim.policies import policy_from_conf
 from sim.workloads.multires import multires_cluster, multires_workload
-from tests.test_fair_invariants import scenarios
+from tests.test_fair_invariants import NAMES, scenarios
 
 CLUSTER = Cluster(("cpu", "mem"), ((10, 10),))
 
@@ -79,7 +79,7 @@ def test_drf_is_fairer_than_fcfs_on_a_backlogged_workload() -> None:
     users = {"A": {"demand": (1, 4), "tasks": 60, "duration": 10.0, "rate": 2.0},
              "B": {"demand": (3, 1), "tasks": 60, "duration": 10.0, "rate": 2.0}}
     w = multires_workload(np.random.default_rng(0), users=users, cluster=cluster)
-    jain = {name: fairness_summary(simulate(w.jobs, cluster, FAIR_SHARE_POLICIES[name]()))["fairness/jain"]
+    jain = {name: fairness_summary(simulate(w.jobs, cluster, policy_from_conf(name)))["fairness/jain"]
             for name in ("drf", "fcfs_multi", "cpu_fair")}
     assert jain["drf"] > 0.97 and jain["drf"] > jain["fcfs_multi"] + 0.05 and jain["drf"] > jain["cpu_fair"] + 0.05
 
@@ -87,7 +87,7 @@ def test_drf_is_fairer_than_fcfs_on_a_backlogged_workload() -> None:
 def test_timeline_of_a_simulation_matches_its_records() -> None:
     jobs = [Job(i, 0.0, (1, 4), 10, 10, "A") for i in range(5)]
     jobs += [Job(5 + i, 0.0, (3, 1), 10, 10, "B") for i in range(5)]
-    result = simulate(jobs, multires_cluster({"cpu": 9, "mem": 18}), FAIR_SHARE_POLICIES["drf"]())
+    result = simulate(jobs, multires_cluster({"cpu": 9, "mem": 18}), policy_from_conf("drf"))
     t = dominant_share_timeline(result)
     rows = list(zip(t["time"], t["user"], t["dominant_share"], strict=True))
     assert rows[:2] == [(0.0, "A", pytest.approx(2 / 3)), (0.0, "B", pytest.approx(2 / 3))]
@@ -105,10 +105,10 @@ def test_doctests() -> None:
 
 
 @settings(max_examples=60, deadline=None)
-@given(scenarios(), st.sampled_from(sorted(FAIR_SHARE_POLICIES)))
+@given(scenarios(), st.sampled_from(NAMES))
 def test_timeline_and_summary_agree_with_the_records(scenario, name: str) -> None:
     cluster, jobs = scenario
-    result = simulate(jobs, cluster, FAIR_SHARE_POLICIES[name]())
+    result = simulate(jobs, cluster, policy_from_conf(name))
     timeline = dominant_share_timeline(result)
     totals = cluster.total
     for t, user, share in zip(timeline["time"], timeline["user"], timeline["dominant_share"], strict=True):

@@ -6,8 +6,10 @@ import pytest
 
 from sim.core import Cluster, InputError, Job
 from sim.engine import simulate
+from sim.policies import policy_from_conf
 from sim.policies.base import EngineView
-from sim.policies.fair_share import FAIR_SHARE_POLICIES, FairShare, FcfsMulti
+from sim.policies.fair_share import FairShare, FcfsMulti
+from tests.test_fair_invariants import NAMES
 
 POOL_9_18 = Cluster(("cpu", "mem"), ((9, 18),))
 
@@ -40,7 +42,7 @@ def test_seed_example_online_drf() -> None:
     """(9, 18), five tasks each of A (1, 4) and B (3, 1), all 10 s: A 3 and B 2 run at once (the
     static allocation); at 10 s all end and filling restarts from zero shares."""
     jobs = tasks("A", (1, 4), 5, 0) + tasks("B", (3, 1), 5, 5)
-    assert by_user(jobs, POOL_9_18, FAIR_SHARE_POLICIES["drf"]()) == {
+    assert by_user(jobs, POOL_9_18, policy_from_conf("drf")) == {
         "A": [0, 0, 0, 10, 10], "B": [0, 0, 10, 10, 20]}
     assert grant_order(jobs, POOL_9_18, FairShare()) == ["A", "B", "A", "B", "A"]
 
@@ -52,20 +54,20 @@ def test_seed_tiny_example_grant_order() -> None:
 
 def test_baselines_on_the_seed_example() -> None:
     jobs = tasks("A", (1, 4), 5, 0) + tasks("B", (3, 1), 5, 5)
-    assert by_user(jobs, POOL_9_18, FAIR_SHARE_POLICIES["fcfs_multi"]()) == {
+    assert by_user(jobs, POOL_9_18, policy_from_conf("fcfs_multi")) == {
         "A": [0, 0, 0, 0, 10], "B": [10, 10, 20, 20, 20]}
-    assert by_user(jobs, POOL_9_18, FAIR_SHARE_POLICIES["cpu_fair"]()) == {
+    assert by_user(jobs, POOL_9_18, policy_from_conf("cpu_fair")) == {
         "A": [0, 0, 0, 0, 10], "B": [0, 10, 10, 20, 20]}
-    assert by_user(jobs, POOL_9_18, FAIR_SHARE_POLICIES["asset_fair"]()) == {
+    assert by_user(jobs, POOL_9_18, policy_from_conf("asset_fair")) == {
         "A": [0, 0, 0, 10, 10], "B": [0, 0, 10, 10, 20]}
 
 
 def test_weighted_drf() -> None:
     jobs = tasks("A", (1, 1), 10, 0) + tasks("B", (1, 1), 10, 10)
     cluster = Cluster(("cpu", "mem"), ((12, 12),))
-    weighted = by_user(jobs, cluster, FAIR_SHARE_POLICIES["drf_weighted"](weights={"A": 2.0}))
+    weighted = by_user(jobs, cluster, policy_from_conf("drf_weighted", weights={"A": 2.0}))
     assert weighted == {"A": [0] * 8 + [10, 10], "B": [0] * 4 + [10] * 6}
-    assert by_user(jobs, cluster, FAIR_SHARE_POLICIES["drf"]()) == {"A": [0] * 6 + [10] * 4, "B": [0] * 6 + [10] * 4}
+    assert by_user(jobs, cluster, policy_from_conf("drf")) == {"A": [0] * 6 + [10] * 4, "B": [0] * 6 + [10] * 4}
 
 
 def test_a_late_user_gets_freed_resources_first() -> None:
@@ -76,7 +78,7 @@ def test_a_late_user_gets_freed_resources_first() -> None:
     a = [Job(k, 0.0, (1, 1), 10.0 * (k + 1), 10.0 * (k + 1), "A") for k in range(4)]
     a.append(Job(4, 0.0, (1, 1), 100.0, 100.0, "A"))
     b = tasks("B", (1, 1), 3, 10, submit=5.0, duration=100.0)
-    assert starts(a + b, cluster, FAIR_SHARE_POLICIES["drf"]()) == {
+    assert starts(a + b, cluster, policy_from_conf("drf")) == {
         0: 0, 1: 0, 2: 0, 3: 0, 4: 30, 10: 10, 11: 20, 12: 40}
 
 
@@ -86,9 +88,9 @@ def test_a_user_whose_head_does_not_fit_is_skipped_and_stays_eligible() -> None:
     cluster = Cluster(("cpu", "mem"), ((4, 4),))
     jobs = [Job(0, 0, (3, 3), 10, 10, "A"), Job(1, 0, (2, 2), 10, 10, "B"), Job(2, 0, (1, 1), 5, 5, "B"),
             Job(3, 0, (1, 1), 10, 10, "C")]
-    assert starts(jobs, cluster, FAIR_SHARE_POLICIES["drf"]()) == {0: 0, 1: 10, 2: 10, 3: 0}
+    assert starts(jobs, cluster, policy_from_conf("drf")) == {0: 0, 1: 10, 2: 10, 3: 0}
     # fcfs_multi blocks at B's head: C waits too.
-    assert starts(jobs, cluster, FAIR_SHARE_POLICIES["fcfs_multi"]()) == {0: 0, 1: 10, 2: 10, 3: 10}
+    assert starts(jobs, cluster, policy_from_conf("fcfs_multi")) == {0: 0, 1: 10, 2: 10, 3: 10}
 
 
 def test_strict_mode_blocks_behind_the_lowest_share() -> None:
@@ -98,8 +100,8 @@ def test_strict_mode_blocks_behind_the_lowest_share() -> None:
     cluster = Cluster(("cpu", "mem"), ((4, 4),))
     jobs = [Job(0, 0, (3, 3), 10, 10, "A"), Job(1, 0, (2, 2), 10, 10, "B"), Job(2, 0, (1, 1), 10, 10, "C"),
             Job(3, 1, (1, 1), 10, 10, "D")]
-    assert starts(jobs, cluster, FAIR_SHARE_POLICIES["drf"]()) == {0: 0, 1: 10, 2: 0, 3: 10}
-    assert starts(jobs, cluster, FAIR_SHARE_POLICIES["drf"](strict=True)) == {0: 0, 1: 10, 2: 10, 3: 10}
+    assert starts(jobs, cluster, policy_from_conf("drf")) == {0: 0, 1: 10, 2: 0, 3: 10}
+    assert starts(jobs, cluster, policy_from_conf("drf", strict=True)) == {0: 0, 1: 10, 2: 10, 3: 10}
 
 
 def test_arrivals_while_blocked_start_when_capacity_frees() -> None:
@@ -109,8 +111,8 @@ def test_arrivals_while_blocked_start_when_capacity_frees() -> None:
     # (4, 4): A's (4, 4) runs to 10; C, B, then A's (4, 1) arrive and wait. At 10 every share is 0 and
     # the tie goes to A by name: its (4, 1) takes all the CPU, so B and C start at 20. fcfs_multi
     # starts C and B (arrival order) at 10 and A's task at 20.
-    assert starts(jobs, cluster, FAIR_SHARE_POLICIES["drf"]()) == {0: 0, 1: 20, 2: 20, 3: 10}
-    assert starts(jobs, cluster, FAIR_SHARE_POLICIES["fcfs_multi"]()) == {0: 0, 1: 10, 2: 10, 3: 20}
+    assert starts(jobs, cluster, policy_from_conf("drf")) == {0: 0, 1: 20, 2: 20, 3: 10}
+    assert starts(jobs, cluster, policy_from_conf("fcfs_multi")) == {0: 0, 1: 10, 2: 10, 3: 20}
 
 
 def test_cpu_fair_lets_a_memory_heavy_user_monopolise_memory_online() -> None:
@@ -118,7 +120,7 @@ def test_cpu_fair_lets_a_memory_heavy_user_monopolise_memory_online() -> None:
     cluster = Cluster(("cpu", "mem"), ((12, 12),))
     jobs = tasks("A", (1, 3), 6, 0, duration=100) + tasks("B", (2, 2), 6, 6, duration=100)
     for name, expected in (("cpu_fair", {"A": 3, "B": 1}), ("drf", {"A": 2, "B": 3})):
-        running = {u: sum(s == 0 for s in v) for u, v in by_user(jobs, cluster, FAIR_SHARE_POLICIES[name]()).items()}
+        running = {u: sum(s == 0 for s in v) for u, v in by_user(jobs, cluster, policy_from_conf(name)).items()}
         assert running == expected
 
 
@@ -127,16 +129,16 @@ def test_asset_fair_breaks_sharing_incentive_online() -> None:
     cluster = Cluster(("cpu", "mem"), ((30, 30),))
     jobs = tasks("A", (1, 1), 20, 0, duration=100) + tasks("B", (3, 1), 20, 20, duration=100)
     for name, a_running in (("asset_fair", 12), ("drf", 15)):
-        assert sum(s == 0 for s in by_user(jobs, cluster, FAIR_SHARE_POLICIES[name]())["A"]) == a_running
+        assert sum(s == 0 for s in by_user(jobs, cluster, policy_from_conf(name))["A"]) == a_running
 
 
 def test_cpu_fair_resource_is_configurable() -> None:
     cluster = Cluster(("cpu", "mem"), ((12, 12),))
     jobs = tasks("A", (1, 3), 6, 0, duration=100) + tasks("B", (2, 2), 6, 6, duration=100)
-    mem_fair = by_user(jobs, cluster, FAIR_SHARE_POLICIES["cpu_fair"](resource="mem"))
+    mem_fair = by_user(jobs, cluster, policy_from_conf("cpu_fair", resource="mem"))
     assert {u: sum(s == 0 for s in v) for u, v in mem_fair.items()} == {"A": 2, "B": 3}
     with pytest.raises(InputError, match="gpu"):
-        simulate(jobs, cluster, FAIR_SHARE_POLICIES["cpu_fair"](resource="gpu"))
+        simulate(jobs, cluster, policy_from_conf("cpu_fair", resource="gpu"))
 
 
 @pytest.mark.parametrize(("placement", "expected"), [("best_fit", {0: 0, 1: 0}), ("first_fit", {0: 0, 1: 100})])
@@ -146,7 +148,7 @@ def test_placement_rule(placement: str, expected: dict[int, float]) -> None:
     cluster = Cluster(("cpu", "mem"), ((4, 4), (2, 2)))
     jobs = [Job(0, 0, (2, 2), 100, 100, "A"), Job(1, 0, (4, 4), 100, 100, "B")]
     for name in ("drf", "fcfs_multi"):
-        result = simulate(jobs, cluster, FAIR_SHARE_POLICIES[name](placement=placement))
+        result = simulate(jobs, cluster, policy_from_conf(name, placement=placement))
         assert {r.job.id: r.start for r in result.records} == expected
         assert result.records[0].machine == (1 if placement == "best_fit" else 0)
 
@@ -155,30 +157,27 @@ def test_a_task_must_fit_on_one_machine() -> None:
     """Two (2, 2) machines: two (2, 1) tasks cannot share one machine's CPU, so they go to both."""
     cluster = Cluster(("cpu", "mem"), ((2, 2), (2, 2)))
     jobs = tasks("A", (2, 1), 3, 0)
-    result = simulate(jobs, cluster, FAIR_SHARE_POLICIES["drf"](placement="first_fit"))
+    result = simulate(jobs, cluster, policy_from_conf("drf", placement="first_fit"))
     assert [(r.start, r.machine) for r in result.records] == [(0, 0), (0, 1), (10, 0)]
 
 
 def test_bad_options_are_clear_errors() -> None:
     with pytest.raises(InputError, match="placement"):
-        FAIR_SHARE_POLICIES["drf"](placement="random")
+        policy_from_conf("drf", placement="random")
     with pytest.raises(InputError, match="positive weight"):
-        FAIR_SHARE_POLICIES["drf_weighted"](weights={"A": 0})
+        policy_from_conf("drf_weighted", weights={"A": 0})
     with pytest.raises(InputError, match="rule"):
-        FairShare("x", rule="max")  # type: ignore[arg-type]
+        FairShare(rule="max")  # type: ignore[arg-type]
 
 
-def test_registered_in_the_simulator_registry() -> None:
-    from sim.policies import POLICIES, make_policy
-
-    assert set(FAIR_SHARE_POLICIES) <= set(POLICIES)
-    policy = make_policy("drf_weighted", weights={"A": 2.0, "B": 1.0}, placement="first_fit", order="fcfs")
+def test_registered_in_conf() -> None:
+    policy = policy_from_conf("drf_weighted", weights={"A": 2.0, "B": 1.0}, placement="first_fit")
     assert isinstance(policy, FairShare) and policy.weights == {"A": 2.0, "B": 1.0}
-    with pytest.raises(InputError, match="FIFO"):
-        make_policy("drf", order="sjf")
+    with pytest.raises(InputError, match="does not accept option 'order'"):  # the queues are FIFO
+        policy_from_conf("drf", order="sjf")
 
 
 def test_policy_attributes() -> None:
     assert FcfsMulti().preserves_order and not FairShare().preserves_order
-    for name, factory in FAIR_SHARE_POLICIES.items():
-        assert factory().name == name
+    for name in NAMES:
+        assert policy_from_conf(name).name == ("drf" if name == "drf_weighted" else name)  # weights null: plain DRF

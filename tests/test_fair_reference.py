@@ -14,10 +14,10 @@ from hypothesis import given, settings
 from sim.core import Job, Start
 from sim.engine import simulate
 from sim.fairness.shares import Rule, rule_share
-from sim.policies import fair_share
+from sim.policies import fair_share, policy_from_conf
 from sim.policies.base import EngineView
-from sim.policies.fair_share import FAIR_SHARE_POLICIES, FairShare, Placement, _MultiResource
-from tests.test_fair_invariants import scenarios
+from sim.policies.fair_share import FairShare, Placement, _MultiResource
+from tests.test_fair_invariants import NAMES, scenarios
 
 
 class NaiveFairShare(_MultiResource):
@@ -26,9 +26,9 @@ class NaiveFairShare(_MultiResource):
 
     preserves_order = False
 
-    def __init__(self, name: str = "drf", rule: Rule = "drf", weights: Mapping[str, float] | None = None,
+    def __init__(self, rule: Rule = "drf", weights: Mapping[str, float] | None = None,
                  resource: str | None = None, placement: Placement = "best_fit", strict: bool = False) -> None:
-        super().__init__(name, placement)
+        super().__init__(placement)
         self.rule, self.weights, self.resource, self.strict = rule, dict(weights or {}), resource, strict
         self._queues: dict[str, deque[Job]] = {}
         self._running: dict[str, list[Job]] = {}
@@ -80,19 +80,19 @@ VARIANTS = {
 def test_heap_policy_matches_the_literal_rule(scenario, variant: str, placement: str, strict: bool) -> None:
     cluster, jobs = scenario
     options = {**VARIANTS[variant], "strict": strict}
-    fast = simulate(jobs, cluster, FairShare(variant, placement=placement, **options)).records
-    slow = simulate(jobs, cluster, NaiveFairShare(variant, placement=placement, **options)).records
+    fast = simulate(jobs, cluster, FairShare(placement=placement, **options)).records
+    slow = simulate(jobs, cluster, NaiveFairShare(placement=placement, **options)).records
     assert [(r.start, r.machine) for r in fast] == [(r.start, r.machine) for r in slow]
 
 
 @settings(max_examples=60, deadline=None)
-@given(scenarios(), st.sampled_from(sorted(FAIR_SHARE_POLICIES)), st.sampled_from(["best_fit", "first_fit"]))
+@given(scenarios(), st.sampled_from(NAMES), st.sampled_from(["best_fit", "first_fit"]))
 def test_numpy_and_python_placement_decide_alike(scenario, name: str, placement: str) -> None:
     cluster, jobs = scenario
     options = {"weights": {"A": 2.0}} if name == "drf_weighted" else {}
     schedules = []
     for threshold in (1, 1000):
         with mock.patch.object(fair_share, "VECTOR_MACHINES", threshold):
-            policy = FAIR_SHARE_POLICIES[name](placement=placement, **options)
+            policy = policy_from_conf(name, placement=placement, **options)
             schedules.append([(r.start, r.machine) for r in simulate(jobs, cluster, policy).records])
     assert schedules[0] == schedules[1]

@@ -12,7 +12,7 @@ import pytest
 import sim.workloads.multires as multires
 from sim.core import Cluster, InputError, Workload
 from sim.engine import simulate
-from sim.policies.fair_share import FAIR_SHARE_POLICIES
+from sim.policies import policy_from_conf
 from sim.workloads.multires import (
     UserSpec,
     multires_cluster,
@@ -21,6 +21,7 @@ from sim.workloads.multires import (
     read_multires_csv,
     write_multires_csv,
 )
+from tests.test_fair_invariants import NAMES
 
 USERS = {
     "A": {"demand": {"cpu": 1, "mem": 4}, "tasks": 50, "duration": 30.0, "rate": 0.5, "weight": 2.0},
@@ -159,9 +160,9 @@ def test_missing_file_is_a_clear_error(tmp_path: Path) -> None:
 
 def test_generated_workload_runs_under_every_policy() -> None:
     w = generate(5)
-    for name, factory in FAIR_SHARE_POLICIES.items():
+    for name in NAMES:
         options = {"weights": w.weights} if name == "drf_weighted" else {}
-        assert len(simulate(w.jobs, CLUSTER, factory(**options)).records) == len(w.jobs)
+        assert len(simulate(w.jobs, CLUSTER, policy_from_conf(name, **options)).records) == len(w.jobs)
 
 
 def test_doctests() -> None:

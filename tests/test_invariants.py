@@ -46,12 +46,12 @@ def test_engine_enforces_precedence_and_missing_parents_are_an_error() -> None:
     from sim import Job, SchedulingError, simulate
     from sim.core import InputError
     from sim.engine import validate_jobs
-    from sim.policies import make_policy
+    from sim.policies import policy_from_conf
 
     cluster = Cluster.slotted(2, 2)
     tasks = [Job(0, 0, (1,), 10, 10, workflow=0), Job(1, 0, (1,), 5, 5, workflow=0, parents=(0,))]
     kept, _ = validate_jobs(tasks, cluster)
     with pytest.raises(SchedulingError, match="task 1 started before its parents finished"):
-        simulate(kept, cluster, make_policy("fcfs_multi"))
+        simulate(kept, cluster, policy_from_conf("fcfs_multi"))
     with pytest.raises(InputError, match=r"parent task ids \[0\]"):
         validate_jobs([Job(0, 0, (3,), 10, 10), Job(1, 0, (1,), 5, 5, parents=(0,))], cluster, drop_oversized=True)

@@ -186,7 +186,7 @@ class BrokenStoreHook(RefusingHook):
         return None
 
     def recorder(self, run: PlannedRun) -> RunRecord:
-        return RunRecord(StoreLocation.of(f"sqlite:///{self.db}", "x", None), {}, {}, (), "r")
+        return RunRecord(StoreLocation.of(f"sqlite:///{self.db}", "x", None), {}, {}, {}, "r")
 
 
 @pytest.mark.usefixtures("hydra_restore_singletons")
@@ -217,7 +217,7 @@ def test_ray_workers_write_the_records(hydra_sweep_runner: TSweepRunner, tmp_pat
     returns = schedlab_sweep(hydra_sweep_runner, tmp_path, "ray_mlflow")
     assert [r.status for r in returns] == [JobStatus.COMPLETED] * 2
     found = recorded(tmp_path)
-    assert sorted(r.data.params["policy.name"] for r in found) == ["easy", "fcfs"]
+    assert sorted(r.data.params["policy"] for r in found) == ["easy", "fcfs"]
     for run in found:
         assert run.info.status == "FINISHED" and run.data.metrics["jobs"] == 300 and "sim/seconds" in run.data.metrics
         assert {"schedlab.code", "schedlab.inputs", "schedlab.run_key", "schedlab.ray_node"} <= set(run.data.tags)

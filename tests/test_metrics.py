@@ -13,7 +13,7 @@ import pytest
 
 from sim import Cluster, rigid_job, simulate
 from sim.metrics import job_table, summarize
-from sim.policies import make_policy
+from sim.policies import policy_from_conf
 from sim.workloads import synthetic_hpc, write_jobs_csv
 from tests.conftest import REPO
 
@@ -21,7 +21,7 @@ from tests.conftest import REPO
 def test_summary_by_hand() -> None:
     # 10 nodes. Job 0: 0→100 on 10 nodes. Job 1 (submit 5, 4 nodes, runs 5 s) waits 95 s.
     jobs = [rigid_job(0, 0, 10, 100), rigid_job(1, 5, 4, 50, runtime=5)]
-    result = simulate(jobs, Cluster.nodes(10), make_policy("fcfs"))
+    result = simulate(jobs, Cluster.nodes(10), policy_from_conf("fcfs"))
     summary = summarize(result)
     assert summary["jobs"] == 2
     assert summary["wait/mean"] == pytest.approx(47.5)
@@ -40,7 +40,7 @@ def test_multi_resource_utilisation_is_per_resource() -> None:
 
     cluster = Cluster(("cpu", "mem"), ((4, 8),))
     jobs = [Job(0, 0, (2, 8), 10, 10)]
-    summary = summarize(simulate(jobs, cluster, make_policy("fcfs_multi")))
+    summary = summarize(simulate(jobs, cluster, policy_from_conf("fcfs_multi")))
     assert summary["util/cpu"] == pytest.approx(0.5) and summary["util/mem"] == pytest.approx(1.0)
 
 
@@ -53,7 +53,7 @@ def test_same_input_same_schedule_in_another_process(tmp_path: Path, policy: str
     env = dict(os.environ, PYTHONHASHSEED="12345")
     subprocess.run([sys.executable, "-m", "sim", str(trace), "--nodes", "64", "--policy", policy, "--out", str(out)],
                    cwd=REPO, env=env, check=True, capture_output=True)
-    here = simulate(workload.jobs, Cluster.nodes(64), make_policy(policy))
+    here = simulate(workload.jobs, Cluster.nodes(64), policy_from_conf(policy))
     there = {int(r["job_id"]): (float(r["start_time"]), float(r["end_time"])) for r in csv.DictReader(out.open())}
     assert there == {r.job.id: (r.start, r.end) for r in here.records}
 
@@ -61,7 +61,7 @@ def test_same_input_same_schedule_in_another_process(tmp_path: Path, policy: str
 def test_pure_python_summary_matches_numpy() -> None:
     """The summary is plain Python (the CLI must not import numpy); it equals numpy's definitions."""
     workload = synthetic_hpc(np.random.default_rng(3), jobs=997, nodes=64, arrival_rate=0.004)
-    result = simulate(workload.jobs, Cluster.nodes(64), make_policy("easy"))
+    result = simulate(workload.jobs, Cluster.nodes(64), policy_from_conf("easy"))
     submit, start, end = (np.array([getattr(r, f) if f != "submit" else r.job.submit for r in result.records])
                           for f in ("submit", "start", "end"))
     wait, run = start - submit, end - start

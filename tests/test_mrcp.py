@@ -13,7 +13,7 @@ import pytest
 from sim.core import Cluster, InputError, SimulationResult, Workload
 from sim.engine import simulate
 from sim.invariants import check_schedule
-from sim.policies import make_policy
+from sim.policies import policy_from_conf
 from sim.policies.mrcp import INSTALL_HINT, MrcpPolicy, cp_model
 from sim.workflows.mapreduce import MapReduceShape, mapreduce, mapreduce_stream
 from sim.workflows.metrics import completions
@@ -30,7 +30,7 @@ def small_stream(seed: int = 0, jobs: int = 12, rate: float = 0.05, m: int = 3) 
 
 
 def run_mrcp(workload: Workload, m: int = 3, **options: object) -> tuple[SimulationResult, MrcpPolicy]:
-    policy = make_policy("mrcp", **options)
+    policy = policy_from_conf("mrcp", **options)
     assert isinstance(policy, MrcpPolicy)
     result = simulate(workload.jobs, Cluster.slotted(m, 2), policy, workflows=workload.workflows, check=True)
     return result, policy
@@ -131,8 +131,8 @@ def test_solve_seconds_are_the_overhead_and_only_unstarted_tasks_enter_the_model
 
 def test_mrcp_without_ortools_fails_with_the_install_command() -> None:
     code = ("import sys; sys.modules['ortools'] = None\n"
-            "from sim.policies import make_policy\n"
-            "try:\n    make_policy('mrcp')\nexcept Exception as e:\n    print(type(e).__name__, e)\n")
+            "from sim.policies import policy_from_conf\n"
+            "try:\n    policy_from_conf('mrcp')\nexcept Exception as e:\n    print(type(e).__name__, e)\n")
     out = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, check=True).stdout
     assert out.strip() == f"InputError {INSTALL_HINT}"
     assert "pip install 'schedlab[mrcp]'" in INSTALL_HINT
@@ -147,7 +147,7 @@ def test_the_driver_refuses_mrcp_without_ortools_before_anything_runs(monkeypatc
     task._BUILT.clear()
     cfg = {"seed": 0, "cluster": {"_target_": "sweeps.specs.SlottedCluster"},
            "workload": {"_target_": "sweeps.specs.MapReduceStream", "jobs": 10, "warmup": 1},
-           "policy": {"_target_": "sim.policies.make_policy", "name": "mrcp"}}
+           "policy": {"_target_": "sim.policies.mrcp.mrcp"}}
     with pytest.raises(InputError, match=r"pip install 'schedlab\[mrcp\]'"):
         task.prepare(cfg)
     task._BUILT.clear()
@@ -155,6 +155,6 @@ def test_the_driver_refuses_mrcp_without_ortools_before_anything_runs(monkeypatc
 
 def test_the_rest_of_schedlab_never_imports_ortools() -> None:
     code = ("import sys\nimport sim.policies, sim.run, sweeps.specs, sweeps.task\n"
-            "sim.policies.make_policy('rmdcwf')\nprint(any(m.split('.')[0] == 'ortools' for m in sys.modules))\n")
+            "sim.policies.policy_from_conf('rmdcwf')\nprint(any(m.split('.')[0] == 'ortools' for m in sys.modules))\n")
     out = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, check=True).stdout
     assert out.strip() == "False"

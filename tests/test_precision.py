@@ -18,6 +18,7 @@ from typing import Any
 
 import numpy as np
 import pytest
+from hydra.core.hydra_config import HydraConfig
 from hydra.core.plugins import Plugins
 from hydra.plugins.sweeper import Sweeper
 from omegaconf import DictConfig, OmegaConf
@@ -184,7 +185,7 @@ def test_failing_runs_are_recorded_and_stop_their_cell(hydra_sweep_runner: Any, 
     """CONSERVATIVE fails at every seed, EASY at seed 2: the sweep ends, each failure is a FAILED
     MLflow run, CONSERVATIVE stops after max_failures runs, EASY carries on past seed 2."""
     def flaky(cfg: DictConfig) -> RunOutcome:
-        if cfg.policy.name == "conservative" or cfg.seed == 2:
+        if HydraConfig.get().runtime.choices.policy == "conservative" or cfg.seed == 2:
             raise RuntimeError(f"injected failure at seed {cfg.seed}")
         return simulate(cfg)
 
@@ -196,7 +197,7 @@ def test_failing_runs_are_recorded_and_stop_their_cell(hydra_sweep_runner: Any, 
     assert (verdicts["policy=conservative"].status, verdicts["policy=conservative"].tried) == (pr.FAILING, 3)
     easy = verdicts["policy=easy"]
     assert easy.failed == 1 and easy.status == pr.MET and easy.metrics[0].n == easy.tried - 1 >= 3
-    status = Counter((r.data.params["policy.name"], r.info.status) for r in runs(sqlite_uri(tmp_path), "flaky"))
+    status = Counter((r.data.params["policy"], r.info.status) for r in runs(sqlite_uri(tmp_path), "flaky"))
     assert status == {("conservative", "FAILED"): 3, ("easy", "FAILED"): 1, ("easy", "FINISHED"): easy.tried - 1}
 
     # the same sweep again: finished runs are skipped and read back from MLflow, failed ones retried
@@ -205,7 +206,7 @@ def test_failing_runs_are_recorded_and_stop_their_cell(hydra_sweep_runner: Any, 
                             "hydra.sweeper.batch=2", "hydra.sweeper.max_failures=3",
                             "hydra.sweeper.relative_halfwidth=0.5", task=flaky)
     assert again == verdicts
-    status = Counter((r.data.params["policy.name"], r.info.status) for r in runs(sqlite_uri(tmp_path), "flaky"))
+    status = Counter((r.data.params["policy"], r.info.status) for r in runs(sqlite_uri(tmp_path), "flaky"))
     assert status == {("conservative", "FAILED"): 6, ("easy", "FAILED"): 2, ("easy", "FINISHED"): easy.tried - 1}
 
 

@@ -10,7 +10,8 @@ import hypothesis.strategies as st
 from hypothesis import given, settings
 
 from sim import Cluster, Job, rigid_job, simulate
-from sim.policies import POLICIES, make_policy
+from sim.policies import policy_from_conf
+from sim.policies.loading import policy_names
 from sim.policies.profile import ProfileBackfill
 from tests.reference import seed_pseudocode
 
@@ -31,12 +32,12 @@ def traces(draw, nodes: int = NODES, max_jobs: int = 25, exact: bool = False) ->
 
 
 def starts(policy: str, jobs: list[Job], nodes: int = NODES, order: str = "fcfs") -> dict[int, tuple[float, float]]:
-    result = simulate(jobs, Cluster.nodes(nodes), make_policy(policy, order=order))
+    result = simulate(jobs, Cluster.nodes(nodes), policy_from_conf(policy, order=order))
     return {r.job.id: (r.start, r.end) for r in result.records}
 
 
 def test_backfilling_policies_are_registered() -> None:
-    assert set(BACKFILLING) <= set(POLICIES)
+    assert set(BACKFILLING) <= set(policy_names())
 
 
 @settings(max_examples=150, deadline=None)
@@ -51,8 +52,8 @@ def test_invariants_hold_for_every_policy_and_order(jobs: list[Job], policy: str
 def test_overrunning_jobs_and_kill_at_limit(jobs: list[Job], policy: str) -> None:
     """Jobs that run past their limit keep their nodes, or end at the limit with ``kill_at_limit``."""
     overrun = [Job(j.id, j.submit, j.demand, j.time_limit, j.time_limit * 1.5 + 1) for j in jobs]
-    kept = simulate(overrun, Cluster.nodes(NODES), make_policy(policy))
-    killed = simulate(overrun, Cluster.nodes(NODES), make_policy(policy), kill_at_limit=True)
+    kept = simulate(overrun, Cluster.nodes(NODES), policy_from_conf(policy))
+    killed = simulate(overrun, Cluster.nodes(NODES), policy_from_conf(policy), kill_at_limit=True)
     assert all(r.end - r.start == r.job.runtime for r in kept.records)
     assert all(r.end - r.start == r.job.time_limit for r in killed.records)
 
@@ -90,7 +91,7 @@ def test_unbounded_machine_means_no_waiting(jobs: list[Job], policy: str) -> Non
 @given(traces(exact=True), st.sampled_from(["fcfs", "sjf", "ljf"]))
 def test_conservative_classic_honours_first_reservations(jobs: list[Job], order: str) -> None:
     """With exact run times no job starts later than the first reservation it was given."""
-    policy = make_policy("conservative_classic", order=order)
+    policy = policy_from_conf("conservative_classic", order=order)
     assert isinstance(policy, ProfileBackfill)
     result = simulate(jobs, Cluster.nodes(NODES), policy)
     for r in result.records:
@@ -101,6 +102,6 @@ def test_conservative_classic_honours_first_reservations(jobs: list[Job], order:
 @given(traces())
 def test_conservative_classic_never_delays_a_reservation_under_early_completion(jobs: list[Job]) -> None:
     """Compression only moves reservations earlier, also when jobs end before their limits."""
-    policy = make_policy("conservative_classic")
+    policy = policy_from_conf("conservative_classic")
     result = simulate(jobs, Cluster.nodes(NODES), policy)
     assert all(r.start <= policy.promised[r.job.id] for r in result.records)

@@ -52,7 +52,7 @@ def test_single_run_bad_value_is_one_message(tmp_path: Path) -> None:
 def test_saved_stream_artifact_replays_to_the_recorded_metrics(tmp_path: Path) -> None:
     """``workload.save_stream=true`` logs the drawn stream; replaying it gives the run's own numbers."""
     from sim.core import Cluster
-    from sim.policies import make_policy
+    from sim.policies import policy_from_conf
     from sim.run import run
     from sim.workflows.files import read_stream
 
@@ -63,7 +63,7 @@ def test_saved_stream_artifact_replays_to_the_recorded_metrics(tmp_path: Path) -
     [saved] = tmp_path.glob(f"mlartifacts/*/{recorded.info.run_id}/artifacts/workflow_stream.json")
     workload, m, c_r = read_stream(saved)
     assert (m, c_r, len(workload.workflows)) == (50, 2, 12)
-    replay = run(workload, Cluster.slotted(m, c_r), make_policy("rmdcwf"))
+    replay = run(workload, Cluster.slotted(m, c_r), policy_from_conf("rmdcwf"))
     for name in ("late/proportion", "turnaround/mean", "util", "load/offered"):
         assert replay.summary[name] == recorded.data.metrics[name], name
 

@@ -23,9 +23,9 @@ from mlflow.tracking import MlflowClient
 from omegaconf import DictConfig, open_dict
 
 from sim.core import InputError
-from sweeps import hook, task
-from sweeps.hook import SweepTracker, task_config, workload_choice
-from sweeps.identity import SIM_ROOT, InputHasher, code_fingerprint
+from sweeps import identity, task
+from sweeps.hook import SweepTracker, group_choices, task_config
+from sweeps.identity import SIM_ROOT, CodeHasher, InputHasher, code_fingerprint, schedlab_sources
 from sweeps.tracking import MlflowStore
 from tests.conftest import REPO
 from tests.test_sweeps import ENV, RUN, runs, sqlite_uri
@@ -78,7 +78,7 @@ def drive(override_lists: list[list[str]], sweep: DictConfig | None = None) -> t
         if index == 0:
             tracker.configure(sweep if sweep is not None else cfg)
         plain[index] = task_config(cfg)
-        tracker.check(index, plain[index], workload_choice(cfg))
+        tracker.check(index, plain[index], group_choices(cfg), overrides)
     decisions = tracker.plan_configs(plain)
     for index, reason in enumerate(decisions):
         if reason is None:
@@ -96,19 +96,47 @@ def multirun_config(*task_overrides: str) -> DictConfig:
     return cfg
 
 
-def test_fingerprint_is_the_sim_python_sources_only(tmp_path: Path) -> None:
+def test_fingerprint_is_the_python_sources_only(tmp_path: Path) -> None:
     """Same sources anywhere ⇒ same fingerprint; a README or any non-Python file leaves it; a .py edit changes it."""
     copy = tmp_path / "sim"
     shutil.copytree(SIM_ROOT, copy, ignore=shutil.ignore_patterns("__pycache__"))
     before = code_fingerprint(copy)
-    assert before == code_fingerprint.__wrapped__(SIM_ROOT)  # a checkout elsewhere: same code, same runs
+    assert before == code_fingerprint(SIM_ROOT)  # a checkout elsewhere: same code, same runs
     (tmp_path / "README.md").write_text("# edited\n")
     (copy / "NOTES.md").write_text("not code\n")
     (copy / "policies" / "data.json").write_text("{}")
-    assert code_fingerprint.__wrapped__(copy) == before
+    assert code_fingerprint(copy) == before
     policy = copy / "policies" / "backfill.py"
     policy.write_text(policy.read_text() + "\n# a changed policy\n")
-    assert code_fingerprint.__wrapped__(copy) != before
+    assert code_fingerprint(copy) != before
+
+
+def test_a_runs_code_is_the_simulator_the_sweeps_modules_it_runs_and_its_own_packages(tmp_path: Path,
+                                                                                     monkeypatch) -> None:
+    """schedlab's part (sim/, sweeps/specs.py, sweeps/task.py) is every run's; a target in the researcher's
+    package adds all of that package's sources; installed and standard-library targets add nothing."""
+    ours = schedlab_sources()
+    assert {"sweeps/specs.py", "sweeps/task.py", "sim/engine.py"} <= set(ours)
+    assert not any(name.startswith(("sweeps/hook", "analysis/", "hydra_plugins/")) for name in ours)
+    package = tmp_path / "labpol"
+    (package / "sub").mkdir(parents=True)
+    (package / "__init__.py").write_text("")
+    (package / "sub" / "__init__.py").write_text("")
+    (package / "sub" / "fast.py").write_text("class Fast: ...\n")
+    (package / "helpers.py").write_text("X = 1\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    hasher = CodeHasher()
+    easy = hasher.code(["sim.policies.backfill.SeedBackfill", "sweeps.specs.NodeCluster"])
+    assert easy.files == ours
+    mine = hasher.code(["labpol.sub.fast.Fast", "sweeps.specs.NodeCluster"])
+    assert set(mine.files) - set(ours) == {"labpol/__init__.py", "labpol/sub/__init__.py", "labpol/sub/fast.py",
+                                           "labpol/helpers.py"}
+    assert CodeHasher().code(["labpol.sub.fast:Fast"]) == mine  # module:Class names the same package
+    assert hasher.code(["numpy.random.default_rng", "collections.OrderedDict"]).files == ours
+    (package / "helpers.py").write_text("X = 2\n")  # any file of the package, not only the target's module
+    edited = CodeHasher().code(["labpol.sub.fast.Fast"])
+    assert edited.digest != mine.digest
+    assert identity.changed_files(mine.manifest, edited.files) == ["labpol/helpers.py"]
 
 
 def test_inputs_hash_each_file_read_once(tmp_path: Path) -> None:
@@ -135,19 +163,21 @@ def test_edited_trace_is_rerun_and_named(conf: None, trace_dir: Path) -> None:
     assert tracker.notes() == ["2 reran: input file changed: traces/x.swf"]
     found = runs(sqlite_uri(trace_dir), EXPERIMENT)
     assert len(found) == 4 and len({r.data.tags["schedlab.inputs"] for r in found}) == 2
-    makespans = {r.data.metrics["makespan"] for r in found if r.data.params["policy.name"] == "easy"}
+    makespans = {r.data.metrics["makespan"] for r in found if r.data.params["policy"] == "easy"}
     assert len(makespans) == 2  # the rerun has the edited trace's numbers
 
 
 def test_changed_code_is_rerun_unless_reuse_any(conf: None, trace_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     drive(trace_runs(trace_dir))
-    monkeypatch.setattr(hook, "code_fingerprint", lambda: "0123456789abcdef0123")
+    before = {r.data.tags["schedlab.code"] for r in runs(sqlite_uri(trace_dir), EXPERIMENT)}
+    edited = {**schedlab_sources(), "sim/engine.py": "0" * 64}  # as if sim/engine.py had been edited
+    monkeypatch.setattr(identity, "schedlab_sources", lambda: edited)
     trusted, tracker = drive(trace_runs(trace_dir, "sweep.reuse=any"))
     assert all(r and r.startswith("finished in MLflow run") for r in trusted) and tracker.notes() == []
     changed, tracker = drive(trace_runs(trace_dir))
-    assert changed == [None, None] and tracker.notes() == ["2 reran: simulator code changed"]
+    assert changed == [None, None] and tracker.notes() == ["2 reran: code changed: sim/engine.py"]
     codes = {r.data.tags["schedlab.code"] for r in runs(sqlite_uri(trace_dir), EXPERIMENT)}
-    assert codes == {code_fingerprint(), "0123456789abcdef0123"}
+    assert len(before) == 1 and codes == before | {CodeHasher().code([]).digest}
     resumed, _ = drive(trace_runs(trace_dir))  # the new code's runs are now the ones reused
     assert all(r and r.startswith("finished in MLflow run") for r in resumed)
 
@@ -165,7 +195,9 @@ def test_recorded_identity_tags(conf: None, trace_dir: Path) -> None:
     [run] = runs(sqlite_uri(trace_dir), EXPERIMENT)
     tags = run.data.tags
     digest = InputHasher().inputs({"traces/x.swf": trace_dir / "traces" / "x.swf"})
-    assert tags["schedlab.code"] == code_fingerprint() and tags["schedlab.inputs"] == digest.digest
+    code = CodeHasher().code(run.data.tags[f"schedlab.target.{group}"] for group in ("cluster", "workload", "policy"))
+    assert tags["schedlab.code"] == code.digest and tags["schedlab.code_files"] == code.manifest
+    assert tags["schedlab.inputs"] == digest.digest
     assert tags["schedlab.input_files"] == digest.manifest
 
 
@@ -215,7 +247,7 @@ def in_process_job(tracker: SweepTracker, index: int, overrides: list[str]) -> s
     HydraConfig.instance().set_config(cfg)
     tracker.configure(cfg)
     plain = task_config(cfg)
-    tracker.check(index, plain, workload_choice(cfg))
+    tracker.check(index, plain, group_choices(cfg), overrides)
     decision = tracker.plan_configs({index: plain})[0]
     if decision is None:
         tracker.record(index, "FINISHED", task.run_one(plain), None, None, "test", 0.0, 1.0, overrides)

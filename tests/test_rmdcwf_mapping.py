@@ -7,7 +7,7 @@ import pytest
 
 from sim.core import Cluster, InputError, Job, Workload
 from sim.engine import simulate
-from sim.policies import make_policy
+from sim.policies import policy_from_conf
 from sim.run import run
 from tests.rmdcwf_cases import simulate_workflows, starts, workflow
 
@@ -60,22 +60,22 @@ def test_fifo_maps_in_arrival_order_without_sub_deadlines_or_remapping() -> None
                                                ("phase_length", "long"), ("remap_trigger", "never")])
 def test_a_bad_option_names_the_option_and_the_allowed_values(option: str, value: str) -> None:
     with pytest.raises(InputError, match=rf"{option} '{value}'; expected one of \w+, \w+"):
-        make_policy("rmdcwf", **{option: value})
+        policy_from_conf("rmdcwf", **{option: value})
 
 
 def test_a_bad_remap_cap_is_refused() -> None:
     with pytest.raises(InputError, match="remap_cap"):
-        make_policy("rmdcwf", remap_cap=-1)
+        policy_from_conf("rmdcwf", remap_cap=-1)
 
 
 def test_the_policy_refuses_a_cluster_without_slots_and_a_task_without_workflow() -> None:
     wf = workflow(0, [(1, ())], 10.0)
     with pytest.raises(ValueError, match="slotted cluster"):
-        simulate(list(wf.tasks), Cluster(("cpu", "mem"), ((2, 4),)), make_policy("rmdcwf"), workflows=[wf])
+        simulate(list(wf.tasks), Cluster(("cpu", "mem"), ((2, 4),)), policy_from_conf("rmdcwf"), workflows=[wf])
     with pytest.raises(ValueError, match="belongs to no workflow"):
-        simulate([Job(0, 0.0, (1,), 1.0, 1.0)], Cluster.slotted(1, 1), make_policy("fifo_workflow"))
+        simulate([Job(0, 0.0, (1,), 1.0, 1.0)], Cluster.slotted(1, 1), policy_from_conf("fifo_workflow"))
 
 
 def test_run_refuses_rmdcwf_on_an_hpc_trace() -> None:
     with pytest.raises(InputError, match="schedules workflow workloads"):
-        run(Workload([Job(0, 0.0, (1,), 1.0, 1.0)]), Cluster.nodes(4), make_policy("rmdcwf"))
+        run(Workload([Job(0, 0.0, (1,), 1.0, 1.0)]), Cluster.nodes(4), policy_from_conf("rmdcwf"))

@@ -5,12 +5,12 @@ from __future__ import annotations
 import pytest
 
 from sim import Cluster, rigid_job, simulate
-from sim.policies import make_policy
+from sim.policies import policy_from_conf
 from sim.policies.backfill import RunningEnds
 
 
 def schedule(policy: str, jobs, nodes: int = 100) -> dict[int, tuple[float, float]]:
-    result = simulate(jobs, Cluster.nodes(nodes), make_policy(policy))
+    result = simulate(jobs, Cluster.nodes(nodes), policy_from_conf(policy))
     return {r.job.id: (r.start, r.end) for r in result.records}
 
 

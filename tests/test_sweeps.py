@@ -124,7 +124,7 @@ def test_local_multirun_logs_every_run(local_sweep: tuple[Path, subprocess.Compl
     cwd, proc = local_sweep
     found = runs(sqlite_uri(cwd))
     assert len(found) == 4 and {r.info.status for r in found} == {"FINISHED"}
-    combos = {(r.data.params["policy.name"], r.data.params["seed"]) for r in found}
+    combos = {(r.data.params["policy"], r.data.params["seed"]) for r in found}
     assert combos == {(p, s) for p in ("easy", "conservative") for s in ("0", "1")}
     for r in found:
         assert r.data.params["cluster.nodes"] == "16" and r.data.params["workload.jobs"] == "300"
@@ -148,7 +148,7 @@ def test_job_table_artifact_and_common_random_numbers(local_sweep: tuple[Path, s
     tables = {}
     for r in runs(sqlite_uri(cwd)):
         path = client.download_artifacts(r.info.run_id, "jobs.parquet", str(cwd / r.info.run_id))
-        tables[(r.data.params["policy.name"], r.data.params["seed"])] = pd.read_parquet(path)
+        tables[(r.data.params["policy"], r.data.params["seed"])] = pd.read_parquet(path)
     cols = ["job_id", "submit_time", "nodes", "time_limit"]
     easy, cons = tables[("easy", "0")], tables[("conservative", "0")]
     assert len(easy) == 300 and {"start_time", "end_time", "wait", "bsld"} <= set(easy.columns)

@@ -11,7 +11,7 @@ import pytest
 
 from sim.__main__ import main
 from sim.core import Cluster
-from sim.policies import make_policy
+from sim.policies import policy_from_conf
 from sim.run import run
 from sim.workflows.files import write_stream
 from sweeps.specs import WorkflowStream
@@ -39,7 +39,7 @@ def test_replay_writes_the_task_and_workflow_tables_of_the_sweep_run(stream, tmp
                  "--out", str(tasks), "--jobs-out", str(jobs)])
     assert code == 0
     out = capsys.readouterr().out
-    direct = run(workload, Cluster.slotted(4, 2), make_policy("rmdcwf", laxity_distribution="ed", tsp="tsp2"))
+    direct = run(workload, Cluster.slotted(4, 2), policy_from_conf("rmdcwf", laxity_distribution="ed", tsp="tsp2"))
     assert f"  late/proportion  {direct.summary['late/proportion']:.6g}" in out  # same numbers as the sweep path
     assert f"  turnaround/mean  {direct.summary['turnaround/mean']:.6g}" in out
     task_rows = rows(tasks)
@@ -61,7 +61,7 @@ def test_fifo_has_no_sub_deadlines(stream, tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize(("args", "message"), [
-    (["--policy", "fifo_workflow", "--tsp", "tsp2"], "--tsp: an option of --policy rmdcwf, not fifo_workflow"),
+    (["--policy", "fifo_workflow", "--tsp", "tsp2"], "fifo_workflow does not accept option 'tsp' (it takes no"),
     (["--policy", "easy"], "policy 'easy' schedules hpc or multires workloads, not workflow"),
     (["--policy", "rmdcwf", "--nodes", "4"], "--nodes: a workflow stream runs on the m × c_r cluster"),
     (["--policy", "rmdcwf", "--jobs-out", "/missing/dir/j.csv"], "folder /missing/dir does not exist"),

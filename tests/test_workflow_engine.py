@@ -104,19 +104,19 @@ def test_policy_statistics_reach_the_summary_and_tables() -> None:
 
 def test_a_policy_is_refused_on_a_workload_kind_it_cannot_schedule() -> None:
     from sim.core import InputError
-    from sim.policies import make_policy
+    from sim.policies import policy_from_conf
 
     wf = one_workflow()
     workload = Workload(list(wf.tasks), kind="workflow", workflows=(wf,))
     with pytest.raises(InputError, match="policy 'easy' schedules hpc or multires workloads, not workflow"):
-        run(workload, CLUSTER, make_policy("easy"))
+        run(workload, CLUSTER, policy_from_conf("easy"))
 
 
 def test_the_end_of_sweep_table_shows_workflow_metrics() -> None:
     from sweeps.summary import format_policy_table
 
-    text = format_policy_table([({"policy": {"name": "rmdcwf"}}, {"late/proportion": 0.25, "turnaround/mean": 9.0,
-                                                                   "overhead/mean_s": 0.002, "util": 0.5})])
+    text = format_policy_table([("rmdcwf", {}, {"late/proportion": 0.25, "turnaround/mean": 9.0,
+                                                 "overhead/mean_s": 0.002, "util": 0.5})])
     header, row = text.splitlines()
     assert header.split() == ["policy", "runs", "late/proportion", "turnaround/mean", "overhead/mean_s", "util"]
     assert row.split() == ["rmdcwf", "1", "0.25", "9", "0.002", "0.5"]

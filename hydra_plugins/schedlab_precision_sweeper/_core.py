@@ -195,7 +195,7 @@ class PrecisionSweep:
             plain = loader.plain(config, overrides)  # described as plain data, or composed (and kept)
             run = PlannedRun(i, overrides, loader.peek(config, overrides) if plain is None else None)
             if plain is not None:
-                run.plain, run.workload, run.recipe = plain
+                run.plain, run.choices, run.recipe = plain
             runs.append(run)
         return runs
 

@@ -102,19 +102,26 @@ def _plain_node(base: DictConfig, key: str) -> bool:
         return False
 
 
+def group_choices(cfg: DictConfig) -> dict[str, str]:
+    """The config-group choices Hydra recorded for a composed run (``{"policy": "easy", …}``), without
+    Hydra's own groups."""
+    choices = OmegaConf.select(cfg, "hydra.runtime.choices", default=None) or {}
+    return {str(k): str(v) for k, v in choices.items() if not str(k).startswith("hydra") and v is not None}
+
+
 @dataclass
 class _Shape:
     """What the cache knows of one shape's composition: its resolved task config pickled (``None`` when
-    some run of it could resolve differently, see :func:`_template`), its ``workload`` group choice, and
-    which keys are plain leaves (asked once per key)."""
+    some run of it could resolve differently, see :func:`_template`), its group choices, and which keys
+    are plain leaves (asked once per key)."""
 
     template: bytes | None
-    workload: str
+    choices: dict[str, str]
     plain_keys: dict[str, bool]
 
     @classmethod
     def of(cls, base: DictConfig) -> "_Shape":
-        return cls(_template(base), str(OmegaConf.select(base, "hydra.runtime.choices.workload", default="") or ""), {})
+        return cls(_template(base), group_choices(base), {})
 
     def plain_leaf(self, base: DictConfig, o: Override) -> bool:
         if o.key_or_group not in self.plain_keys:
@@ -217,9 +224,9 @@ class CachingConfigLoader(ConfigLoader):
             self.load_sweep_config(master_config, sweep_overrides)
 
     def plain(self, master_config: DictConfig, sweep_overrides: list[str], build: bool = True
-              ) -> tuple[dict[str, Any], str, Recipe] | None:
+              ) -> tuple[dict[str, Any], dict[str, str], Recipe] | None:
         """The run's resolved task config (what :func:`task_config` gives for its composed config), its
-        ``workload`` group choice and how to compose it, without composing the run; ``None`` when that
+        group choices (:func:`group_choices`) and how to compose it, without composing the run; ``None`` when that
         cannot be read off its shape (the run must be composed). ``build=False`` only says whether it can."""
         split = self._split(master_config, sweep_overrides)
         if split is None:
@@ -238,7 +245,7 @@ class CachingConfigLoader(ConfigLoader):
         value_ids = {id(o) for o in values}
         recipe = Recipe(shape, tuple(sweep_overrides), tuple(i for i, o in enumerate(parsed) if id(o) in value_ids))
         if not build:
-            return {}, "", recipe
+            return {}, {}, recipe
         task = pickle.loads(known.template)
         for o in values:
             *parents, leaf = o.key_or_group.split(".")
@@ -246,7 +253,7 @@ class CachingConfigLoader(ConfigLoader):
             for part in parents:
                 node = node[part]
             node[leaf] = o.value()
-        return task, known.workload, recipe
+        return task, known.choices, recipe
 
     def base(self, master_config: DictConfig, recipe: Recipe) -> DictConfig:
         """The composition a recipe starts from (read it, do not change it)."""

@@ -108,7 +108,7 @@ def _planned(hydra_context: HydraContext, config: DictConfig, overrides: list[st
     if plain is None:
         run.composed()
     else:
-        run.plain, run.workload, run.recipe = plain
+        run.plain, run.choices, run.recipe = plain
     return run
 
 
@@ -209,12 +209,20 @@ def _preflight(options: dict[str, Any]) -> str | None:
     return resolved
 
 
-def _connect(options: dict[str, Any], address: str | None) -> bool:
+def _connect(options: dict[str, Any], address: str | None, runtime_env: dict[str, Any]) -> bool:
     """Start a local Ray (``address`` None) or join ``address``, saying which (it takes seconds); True
-    when we started or joined it (and must shut it down)."""
+    when we started or joined it (and must shut it down). Joining a cluster, the hook's ``runtime_env``
+    (code its nodes may lack) is merged into the launcher's ``init.runtime_env``; a local instance's
+    workers inherit this process's environment."""
     if ray.is_initialized():
         return False
-    extra = dict(options.get("init") or {})
+    init = options.get("init") or {}
+    extra = dict(OmegaConf.to_container(init, resolve=True) if isinstance(init, DictConfig) else init)  # Ray: plain
+    if address is not None and runtime_env:
+        merged = dict(extra.get("runtime_env") or {})
+        for key, value in runtime_env.items():
+            merged[key] = [*merged.get(key, []), *value] if isinstance(value, list) else value
+        extra["runtime_env"] = merged
     extra.setdefault("log_to_driver", True)
     extra.setdefault("logging_level", logging.WARNING)
     if address is None:
@@ -260,7 +268,7 @@ def _plan_and_run(options: dict[str, Any], address: str | None, task_function: T
     print(f"planned {len(runs)} runs in {timings['compose'] + timings['prepare']:.1f} s: {len(todo)} to run"
           + (f", {stats.skipped} recorded before or repeating another" if stats.skipped else ""), flush=True)
     tic = time.perf_counter()
-    started = _connect(options, address)
+    started = _connect(options, address, hook.runtime_env())
     timings["ray_start"] = time.perf_counter() - tic
     try:
         _run_on_ray(options, task_function, hydra_context, config, sweep_dir, todo, stats, returns, hook, timings)

@@ -26,7 +26,7 @@ class PlannedRun:
     """One run of the sweep (``config``: composed on the driver, with the ``hydra`` node).
 
     A run the composition cache can describe as plain data has ``plain`` (its resolved task config)
-    and ``workload`` (its ``workload`` group choice) and is composed by the worker that runs it
+    and ``choices`` (its config-group choices, ``{"policy": "easy", …}``) and is composed by the worker that runs it
     (``recipe``), on the driver only when :meth:`composed` is called (by ``build``): a run that is
     skipped is never composed. The launcher drops a config it composed once the run is submitted
     (:meth:`release`), so a sweep holds no more configs than runs not yet submitted.
@@ -36,7 +36,7 @@ class PlannedRun:
     overrides: list[str]
     config: DictConfig | None
     plain: dict[str, Any] | None = None
-    workload: str = ""
+    choices: dict[str, str] = dataclasses.field(default_factory=dict)
     #: how a worker composes it (the composition cache's ``Recipe``), when it is described as plain data
     recipe: Any = None
     build: Callable[[], DictConfig] | None = dataclasses.field(default=None, repr=False, compare=False)
@@ -118,6 +118,12 @@ class SweepHook(Protocol):
         :meth:`on_result` raises. ``None``: nothing to do on the worker."""
         ...
 
+    def runtime_env(self) -> dict[str, Any]:
+        """What workers on a Ray cluster started elsewhere need besides the launcher's own (Ray's
+        ``runtime_env``, e.g. ``{"py_modules": [folder]}`` for a researcher's package the cluster's nodes
+        may lack); called before Ray is joined, after :meth:`plan`."""
+        ...
+
     def on_result(self, report: RunReport) -> None:
         """A run ended (called as runs finish, in completion order)."""
         ...
@@ -138,6 +144,9 @@ class NullHook:
 
     def recorder(self, run: PlannedRun) -> None:
         return None
+
+    def runtime_env(self) -> dict[str, Any]:
+        return {}
 
     def on_result(self, report: RunReport) -> None:
         return None

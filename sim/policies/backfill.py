@@ -17,6 +17,15 @@ into one scan that carries the running minimum width.
 A pass after arrivals alone (no completion since the previous pass) re-examines only the queue
 from the first new job on: earlier jobs were rejected with the same free nodes and shadow times at
 an earlier instant, and a later instant only tightens ``now + time_limit < window``.
+
+``backfill_order`` (a :data:`~sim.policies.queue_order.QUEUE_ORDERS` name; default: the queue
+order) is the order in which backfill candidates are tried; the queue order still decides the head
+and which jobs are *ahead* of a candidate. EASY tries them in one scan in that order against the
+head's shadow time, which a backfill (it ends before that time) leaves where it was, so a rejected
+candidate stays rejected. CONSERVATIVE refuses another order rather than ignore it: its schedule is
+the same whatever the order, provably — a job waiting ahead that fits now has shadow time *now*, so a
+candidate may start only if no job waiting ahead of it fits: of the jobs that fit, only the first in
+queue order can ever start (``tests/test_backfill_order.py`` checks this on the literal rule).
 """
 
 from __future__ import annotations
@@ -25,11 +34,13 @@ import bisect
 from collections.abc import Sequence
 from typing import Literal
 
-from sim.core import Job, PolicyStats, Start
-from sim.policies.base import JOB_KINDS, EngineView
-from sim.policies.queue_order import QUEUE_ORDERS
+from sim.core import InputError, Job, Start
+from sim.policies.base import BasePolicy, EngineView
+from sim.policies.queue_order import backfill_key, queue_key
 
 Window = Literal["none", "head", "ahead"]
+#: each window's policy name
+WINDOWS: dict[str, str] = {"none": "fcfs", "head": "easy", "ahead": "conservative"}
 
 
 class RunningEnds:
@@ -61,28 +72,37 @@ class RunningEnds:
         raise ValueError(f"{needed} nodes can never be free (machine too small)")
 
 
-class SeedBackfill:
-    """The DR_EVT backfilling family (see module docstring) with a configurable queue order."""
+class SeedBackfill(BasePolicy):
+    """The DR_EVT backfilling family (see module docstring): ``window`` none (``fcfs``), head
+    (``easy``) or ahead (``conservative``), a queue ``order`` and a ``backfill_order``.
 
-    workload_kinds = JOB_KINDS
+    >>> SeedBackfill("ahead", order="sjf").name
+    'conservative'
+    """
 
-    def __init__(self, name: str, window: Window, order: str = "fcfs") -> None:
-        self.name = name
+    def __init__(self, window: Window = "head", order: str = "fcfs", backfill_order: str | None = None,
+                 name: str | None = None) -> None:
+        if window not in WINDOWS:
+            raise InputError(f"unknown window {window!r}; expected one of {', '.join(WINDOWS)}")
+        self.name = name or WINDOWS[window]
         self.window = window
         self.order = order
         self.preserves_order = window == "none"
-        self.queue_key = QUEUE_ORDERS[order]
+        self.queue_key = queue_key(order)
+        refuse = {"none": f"{self.name} never backfills",
+                  "ahead": f"{self.name} backfills the same jobs in any order (a candidate may start only when no "
+                           f"job waiting ahead of it fits now), so a backfill order would change nothing"}
+        self.backfill_key = backfill_key(backfill_order, order, refuse.get(window, ""))
         self._queue: list[Job] = []
         self._keys: list[tuple[float, ...]] = []
         self._widths: list[int] = []
         self._running = RunningEnds()
         self._rescan_from = 0
-        self._view: EngineView | None = None
 
     def attach(self, view: EngineView) -> None:
         if len(view.cluster.resources) != 1 or len(view.cluster.machines) != 1:
             raise ValueError(f"{self.name} schedules node counts on one machine; got {view.cluster}")
-        self._view = view
+        super().attach(view)
 
     def submit(self, job: Job, now: float) -> None:
         key = self.queue_key(job)
@@ -96,18 +116,12 @@ class SeedBackfill:
         self._running.remove(job.id, job.nodes)
         self._rescan_from = 0
 
-    def next_wakeup(self, now: float) -> float | None:
-        return None
-
-    def stats(self) -> PolicyStats:
-        return PolicyStats()
-
     def schedule(self, now: float) -> Sequence[Start]:
         queue = self._queue
         rescan_from = self._rescan_from
         if not queue:
             return []
-        free = int(self._view.free[0][0])
+        free = int(self.view.free[0][0])
         running = self._running
         started: list[Job] = []
         positions: list[int] = []
@@ -122,7 +136,10 @@ class SeedBackfill:
         if head or rescan_from == 0:
             rescan_from = head + 1
         if self.window != "none" and head < len(queue):
-            self._backfill(now, free, head, max(rescan_from, head + 1), started, positions)
+            if self.backfill_key is None:
+                self._backfill(now, free, head, max(rescan_from, head + 1), started, positions)
+            else:
+                self._backfill_ordered(now, free, head, started, positions)
         for position in reversed(positions):
             del queue[position]
             del self._keys[position]
@@ -165,3 +182,20 @@ class SeedBackfill:
                     continue
             if self.window == "ahead" and nodes < ahead_nodes:
                 ahead_nodes = nodes
+
+    def _backfill_ordered(self, now: float, free: int, head: int, started: list[Job], positions: list[int]) -> None:
+        """EASY with a backfill order: one scan of the candidates in that order (O(n log n))."""
+        queue, widths, running = self._queue, self._widths, self._running
+        key = self.backfill_key
+        assert key is not None
+        window = running.shadow(widths[head], free, now)
+        for position in sorted(range(head + 1, len(queue)), key=lambda p: key(queue[p])):
+            if free == 0:
+                break
+            job = queue[position]
+            if widths[position] <= free and now + job.time_limit < window:
+                free -= widths[position]
+                running.add(now + job.time_limit, job.id, widths[position])
+                started.append(job)
+                positions.append(position)
+        positions.sort()

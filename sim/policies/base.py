@@ -1,4 +1,4 @@
-"""The one protocol every scheduling policy implements.
+"""The one protocol every scheduling policy implements, and :class:`BasePolicy` with its defaults.
 
 The engine owns the truth (time, free capacity, what runs where); a policy keeps its own queue,
 is told about submissions and completions, and *returns decisions* from :meth:`Policy.schedule`.
@@ -7,9 +7,10 @@ The engine validates and applies them — a policy never mutates engine state.
 
 from __future__ import annotations
 
+from abc import ABC, abstractmethod
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Protocol, runtime_checkable
+from typing import Any, Protocol, runtime_checkable
 
 from sim.core import Cluster, Job, PolicyStats, Start, Workflow
 
@@ -108,3 +109,58 @@ class Policy(Protocol):
 
     def stats(self) -> PolicyStats:
         """The policy's own statistics after the run (remap counts, planning seconds …)."""
+
+
+class BasePolicy(ABC):
+    """The :class:`Policy` protocol's defaults; a policy overrides :meth:`submit` and :meth:`schedule`.
+
+    The protocol: :meth:`attach` once with the engine's live :class:`EngineView` (kept as
+    ``self.view``); then at every instant :meth:`complete` for each job that ended, :meth:`submit`
+    for each arrival, and one :meth:`schedule` returning the :class:`~sim.core.Start` decisions;
+    :meth:`next_wakeup` asks for a pass at a later time; :meth:`stats` reports the policy's own
+    numbers after the run. The engine refuses (``SchedulingError``) a job started twice, before its
+    submission, its workflow's earliest start or its parents' end, on a machine that does not exist
+    or where it does not fit, a wake-up not after now, and jobs left never started.
+
+    Defaults: ``name`` the class name, ``preserves_order`` False (True makes the invariant checker
+    verify starts against ``self.queue_key``), ``workload_kinds`` the job-queue kinds (hpc, multires).
+
+    >>> class Idle(BasePolicy):
+    ...     def submit(self, job: Job, now: float) -> None: ...
+    ...     def schedule(self, now: float) -> Sequence[Start]: return []
+    >>> Idle().name, Idle().next_wakeup(0.0)
+    ('Idle', None)
+    """
+
+    name: str = "BasePolicy"
+    preserves_order: bool = False
+    workload_kinds: frozenset[str] = JOB_KINDS
+    view: EngineView | None = None
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        if "name" not in cls.__dict__:
+            cls.name = cls.__name__
+
+    def attach(self, view: EngineView) -> None:
+        """Keep the engine's live view as ``self.view``."""
+        self.view = view
+
+    @abstractmethod
+    def submit(self, job: Job, now: float) -> None:
+        """A job arrived."""
+
+    def complete(self, job: Job, now: float) -> None:  # noqa: B027 (a no-op default, not abstract)
+        """A running job ended (nothing to do by default)."""
+
+    @abstractmethod
+    def schedule(self, now: float) -> Sequence[Start]:
+        """One scheduling pass: the jobs to start now."""
+
+    def next_wakeup(self, now: float) -> float | None:
+        """No wake-up: passes happen at arrivals and completions only."""
+        return None
+
+    def stats(self) -> PolicyStats:
+        """No statistics of its own."""
+        return PolicyStats()

@@ -30,14 +30,14 @@ from __future__ import annotations
 
 import heapq
 from collections import deque
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from typing import Literal
 
 import numpy as np
 
-from sim.core import InputError, Job, PolicyStats, Start
+from sim.core import InputError, Job, Start
 from sim.fairness.shares import RULES, Rule, rule_share
-from sim.policies.base import JOB_KINDS, EngineView, Policy
+from sim.policies.base import BasePolicy, EngineView
 from sim.policies.queue_order import QUEUE_ORDERS
 
 Placement = Literal["best_fit", "first_fit"]
@@ -47,7 +47,7 @@ VECTOR_MACHINES = 8
 Free = list[list[float]] | np.ndarray
 
 
-class _MultiResource:
+class _MultiResource(BasePolicy):
     """Shared plumbing: the engine view and the placement rule.
 
     On clusters of :data:`VECTOR_MACHINES` machines or more, free capacity is a numpy array so a
@@ -55,38 +55,28 @@ class _MultiResource:
     the same float operations in the same order, ties to the lowest machine number).
     """
 
-    name: str
-    preserves_order: bool
-    workload_kinds = JOB_KINDS
-
-    def __init__(self, name: str, placement: Placement = "best_fit") -> None:
+    def __init__(self, placement: Placement = "best_fit", name: str | None = None) -> None:
         if placement not in PLACEMENTS:
             raise InputError(f"unknown placement {placement!r}; expected one of {', '.join(PLACEMENTS)}")
-        self.name = name
+        if name is not None:
+            self.name = name
         self.placement: Placement = placement
-        self._view: EngineView | None = None
         self._capacity: tuple[tuple[float, ...], ...] = ()
         self._vector = False
         self._capacity_array = np.zeros((0, 0))
 
     def attach(self, view: EngineView) -> None:
-        self._view = view
+        super().attach(view)
         self._capacity = view.cluster.machines
         self._vector = len(self._capacity) >= VECTOR_MACHINES
         self._capacity_array = np.array(self._capacity, dtype=float)
 
-    def next_wakeup(self, now: float) -> float | None:
-        return None
-
-    def stats(self) -> PolicyStats:
-        return PolicyStats()
-
     def _free(self) -> Free:
         """A private copy of the engine's free capacity, to charge this pass's decisions against."""
-        assert self._view is not None, "attach() first"
+        assert self.view is not None, "attach() first"
         if self._vector:
-            return np.array(self._view.free, dtype=float)
-        return [list(machine) for machine in self._view.free]
+            return np.array(self.view.free, dtype=float)
+        return [list(machine) for machine in self.view.free]
 
     def _place(self, demand: tuple[float, ...], free: Free) -> int | None:
         """The machine ``demand`` goes to under the placement rule, or None if it fits nowhere."""
@@ -119,24 +109,28 @@ class FairShare(_MultiResource):
     """Progressive filling over per-user FIFO queues (``drf``, ``drf_weighted``, ``cpu_fair``,
     ``asset_fair``); see the module docstring.
 
-    ``weights`` maps users to positive weights (absent users weigh 1); ``resource`` names the
-    resource of the ``single`` rule (default: the cluster's first); ``strict`` makes a user whose
-    next task does not fit block the users with higher shares instead of being skipped.
+    ``rule`` is what a share means (``drf``, ``single``, ``asset``); ``weights`` maps users to
+    positive weights (absent users weigh 1); ``resource`` names the resource of the ``single`` rule
+    (default: the cluster's first); ``strict`` makes a user whose next task does not fit block the
+    users with higher shares instead of being skipped. ``name`` defaults to the rule's usual label.
+
+    >>> FairShare().name, FairShare(weights={"A": 2}).name, FairShare("single", resource="mem").name
+    ('drf', 'drf_weighted', 'mem_fair')
     """
 
-    preserves_order = False
-
-    def __init__(self, name: str = "drf", rule: Rule = "drf", weights: Mapping[str, float] | None = None,
-                 resource: str | None = None, placement: Placement = "best_fit", strict: bool = False) -> None:
-        super().__init__(name, placement)
-        self.strict = bool(strict)
+    def __init__(self, rule: Rule = "drf", weights: Mapping[str, float] | None = None, resource: str | None = None,
+                 placement: Placement = "best_fit", strict: bool = False, name: str | None = None) -> None:
         if rule not in RULES:
             raise InputError(f"unknown fairness rule {rule!r}; expected one of {', '.join(RULES)}")
+        labels = {"drf": "drf_weighted" if weights else "drf", "single": f"{resource or 'cpu'}_fair",
+                  "asset": "asset_fair"}
+        super().__init__(placement, name or labels[rule])
+        self.strict = bool(strict)
         self.rule: Rule = rule
         self.weights = {u: float(w) for u, w in (weights or {}).items()}
         bad = [u for u, w in self.weights.items() if not w > 0]
         if bad:
-            raise InputError(f"{name}: user {bad[0]!r} needs a positive weight, got {self.weights[bad[0]]}")
+            raise InputError(f"{self.name}: user {bad[0]!r} needs a positive weight, got {self.weights[bad[0]]}")
         self.resource = resource
         self._index = 0
         self._total: tuple[float, ...] = ()
@@ -232,19 +226,17 @@ class FairShare(_MultiResource):
 class FcfsMulti(_MultiResource):
     """``fcfs_multi``: one queue in arrival order; the head blocks everything behind it."""
 
+    name = "fcfs_multi"
     preserves_order = True
     #: The order the invariant checker verifies starts against.
     queue_key = staticmethod(QUEUE_ORDERS["fcfs"])
 
-    def __init__(self, name: str = "fcfs_multi", placement: Placement = "best_fit") -> None:
-        super().__init__(name, placement)
+    def __init__(self, placement: Placement = "best_fit", name: str | None = None) -> None:
+        super().__init__(placement, name)
         self._queue: deque[Job] = deque()
 
     def submit(self, job: Job, now: float) -> None:
         self._queue.append(job)
-
-    def complete(self, job: Job, now: float) -> None:
-        pass
 
     def schedule(self, now: float) -> Sequence[Start]:
         if not self._queue:
@@ -262,52 +254,4 @@ class FcfsMulti(_MultiResource):
         return starts
 
 
-def _fifo(order: str) -> None:
-    """The fair-share queues are FIFO; ``order`` is accepted so ``make_policy(name, order=...)``
-    works for every policy."""
-    if order != "fcfs":
-        raise InputError(f"multi-resource policies keep FIFO queues: order must be 'fcfs', got {order!r}")
-
-
-def drf(placement: Placement = "best_fit", strict: bool = False, order: str = "fcfs") -> Policy:
-    """Dominant Resource Fairness."""
-    _fifo(order)
-    return FairShare("drf", "drf", placement=placement, strict=strict)
-
-
-def drf_weighted(weights: Mapping[str, float] | None = None, placement: Placement = "best_fit",
-                 strict: bool = False, order: str = "fcfs") -> Policy:
-    """Weighted DRF: dominant share divided by the user's weight (absent users weigh 1)."""
-    _fifo(order)
-    return FairShare("drf_weighted", "drf", weights=weights, placement=placement, strict=strict)
-
-
-def cpu_fair(resource: str | None = None, placement: Placement = "best_fit", strict: bool = False,
-             order: str = "fcfs") -> Policy:
-    """Max-min fairness on one resource (default: the cluster's first)."""
-    _fifo(order)
-    return FairShare("cpu_fair", "single", resource=resource, placement=placement, strict=strict)
-
-
-def asset_fair(placement: Placement = "best_fit", strict: bool = False, order: str = "fcfs") -> Policy:
-    """Asset fairness: equalise the sum of a user's resource shares."""
-    _fifo(order)
-    return FairShare("asset_fair", "asset", placement=placement, strict=strict)
-
-
-def fcfs_multi(placement: Placement = "best_fit", order: str = "fcfs") -> Policy:
-    """Strict arrival order across users."""
-    _fifo(order)
-    return FcfsMulti("fcfs_multi", placement=placement)
-
-
-#: name → factory, for :data:`sim.policies.POLICIES`.
-FAIR_SHARE_POLICIES: dict[str, Callable[..., Policy]] = {
-    "drf": drf,
-    "drf_weighted": drf_weighted,
-    "fcfs_multi": fcfs_multi,
-    "cpu_fair": cpu_fair,
-    "asset_fair": asset_fair,
-}
-
-__all__ = ["FAIR_SHARE_POLICIES", "PLACEMENTS", "FairShare", "FcfsMulti", "Placement"]
+__all__ = ["PLACEMENTS", "FairShare", "FcfsMulti", "Placement"]

@@ -34,7 +34,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal, get_args
 
 from sim.core import InputError, Job, PolicyStats, Start, Workflow
-from sim.policies.base import EngineView, WorkflowArrivals, slotted_shape
+from sim.policies.base import BasePolicy, EngineView, WorkflowArrivals, slotted_shape
 from sim.workflows.budget import mapping_order
 from sim.workflows.calendar import Calendar
 from sim.workflows.dag import topological_order
@@ -91,17 +91,15 @@ class _Model:
     intervals: int = 0
 
 
-class MrcpPolicy:
+class MrcpPolicy(BasePolicy):
     """Engine adapter of MRCP-RM (see the module docstring)."""
 
     name = "mrcp"
-    preserves_order = False
     workload_kinds = frozenset({"workflow"})
 
     def __init__(self, config: MrcpConfig) -> None:
         self.config = config
         self.solves: list[Solve] = []
-        self._view: EngineView | None = None
         self._m = self._c = 0
         self._book = WorkflowArrivals(self.name)
         self._jobs: dict[int, Workflow] = {}  # arrived, not finished
@@ -116,11 +114,11 @@ class MrcpPolicy:
         self._wall_hits = 0
 
     def attach(self, view: EngineView) -> None:
-        self._view = view
+        super().attach(view)
         self._m, self._c = slotted_shape(view.cluster, self.name)
 
     def submit(self, job: Job, now: float) -> None:
-        self._book.submit(self._view, job)
+        self._book.submit(self.view, job)
 
     def complete(self, job: Job, now: float) -> None:
         self._running.pop(job.id, None)

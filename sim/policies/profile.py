@@ -14,16 +14,20 @@ turn comes, so no reservation ever moves later (Mu'alem & Feitelson's compressio
 
 A job that runs past its time limit (no ``kill_at_limit``) is treated as ending *now* at every
 pass: reservations that need its nodes start as soon as it really ends.
+
+``backfill_order`` (a :data:`~sim.policies.queue_order.QUEUE_ORDERS` name; default: the queue
+order): once ``depth`` jobs hold a reservation, the pass tries the remaining jobs in that order.
+Conservative backfilling (``depth=None``) leaves no such jobs, so it refuses another order.
 """
 
 from __future__ import annotations
 
 import bisect
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 
-from sim.core import Job, PolicyStats, Start
-from sim.policies.base import JOB_KINDS, EngineView
-from sim.policies.queue_order import QUEUE_ORDERS
+from sim.core import InputError, Job, Start
+from sim.policies.base import BasePolicy, EngineView
+from sim.policies.queue_order import backfill_key, queue_key
 
 
 class AvailabilityProfile:
@@ -91,17 +95,25 @@ class AvailabilityProfile:
         self.times[0] = now
 
 
-class ProfileBackfill:
-    """Textbook backfilling with ``depth`` reservations (1 = EASY, None = conservative)."""
+class ProfileBackfill(BasePolicy):
+    """Textbook backfilling with ``depth`` reservations (1 = EASY, None = conservative).
 
-    workload_kinds = JOB_KINDS
+    >>> ProfileBackfill(depth=None).name, ProfileBackfill(depth=1, backfill_order="sjf").name
+    ('conservative_classic', 'easy_classic')
+    """
 
-    def __init__(self, name: str, depth: int | None, order: str = "fcfs") -> None:
-        self.name = name
+    def __init__(self, depth: int | None = 1, order: str = "fcfs", backfill_order: str | None = None,
+                 name: str | None = None) -> None:
+        if depth is not None and (isinstance(depth, bool) or not isinstance(depth, int) or depth < 0):
+            raise InputError(f"depth must be null (every queued job holds a reservation) or an integer ≥ 0, "
+                             f"got {depth!r}")
+        self.name = name or {1: "easy_classic", None: "conservative_classic"}.get(depth, f"profile_depth{depth}")
         self.depth = depth
         self.order = order
-        self.preserves_order = False
-        self.queue_key = QUEUE_ORDERS[order]
+        self.queue_key = queue_key(order)
+        refuse = (f"{self.name} gives every queued job a reservation in queue order, leaving none to backfill "
+                  f"(set order={backfill_order!r} to order the queue itself)") if depth is None else ""
+        self.backfill_key = backfill_key(backfill_order, order, refuse)
         self._queued: dict[int, Job] = {}
         self._new: list[Job] = []
         self._reserved: dict[int, float] = {}
@@ -110,13 +122,12 @@ class ProfileBackfill:
         self._planned_end: dict[int, float] = {}
         self._profile = AvailabilityProfile(0.0, 0)
         self._rebuild = True
-        self._view: EngineView | None = None
         self._total = 0
 
     def attach(self, view: EngineView) -> None:
         if len(view.cluster.resources) != 1 or len(view.cluster.machines) != 1:
             raise ValueError(f"{self.name} schedules node counts on one machine; got {view.cluster}")
-        self._view = view
+        super().attach(view)
         self._total = view.cluster.node_count
 
     def submit(self, job: Job, now: float) -> None:
@@ -129,9 +140,6 @@ class ProfileBackfill:
 
     def next_wakeup(self, now: float) -> float | None:
         return min((t for t in self._reserved.values() if t > now), default=None)
-
-    def stats(self) -> PolicyStats:
-        return PolicyStats()
 
     def schedule(self, now: float) -> Sequence[Start]:
         new = sorted(self._new, key=self.queue_key)
@@ -146,9 +154,9 @@ class ProfileBackfill:
             started = self._start_due(now)
         for job in new:
             self._queued[job.id] = job
-        free = int(self._view.free[0][0]) - sum(job.nodes for job in started)
+        free = int(self.view.free[0][0]) - sum(job.nodes for job in started)
         profile = self._profile
-        for job in placing:
+        for job in placing if self.backfill_key is None else self._backfill_ordered(placing):
             t = profile.earliest(job.nodes, job.time_limit)
             if t == now and job.nodes <= free:
                 profile.reserve(now, now + job.time_limit, job.nodes)
@@ -165,10 +173,19 @@ class ProfileBackfill:
         self._rebuild = False
         return [Start(job) for job in started]
 
+    def _backfill_ordered(self, placing: list[Job]) -> Iterator[Job]:
+        """``placing`` in queue order while reservations are left, then the rest in backfill order."""
+        assert self.depth is not None  # conservative_classic refuses a backfill order
+        for i, job in enumerate(placing):
+            if len(self._reserved) >= self.depth:
+                yield from sorted(placing[i:], key=self.backfill_key)
+                return
+            yield job
+
     def _rebuild_profile(self, now: float, new: list[Job]) -> list[Job]:
         """Profile of the running jobs; returns every queued job, in placement order."""
         profile = AvailabilityProfile(now, self._total)
-        for job, start, _ in self._view.running.values():
+        for job, start, _ in self.view.running.values():
             profile.reserve(now, max(start + job.time_limit, now), job.nodes)
         self._profile = profile
         if self.depth is None:
@@ -187,7 +204,7 @@ class ProfileBackfill:
         past, which makes the next pass rebuild the profile.
         """
         due = sorted((self.queue_key(self._queued[i]), i) for i, t in self._reserved.items() if t == now)
-        free = int(self._view.free[0][0])
+        free = int(self.view.free[0][0])
         started = []
         for _, job_id in due:
             job = self._queued[job_id]

@@ -17,7 +17,7 @@ from collections.abc import Sequence
 from typing import get_args
 
 from sim.core import InputError, Job, PolicyStats, Start
-from sim.policies.base import EngineView, WorkflowArrivals, slotted_shape
+from sim.policies.base import BasePolicy, EngineView, WorkflowArrivals, slotted_shape
 from sim.workflows.planner import (
     LaxityDistribution,
     LaxityKind,
@@ -31,27 +31,26 @@ from sim.workflows.planner import (
 WORKFLOW_KINDS = frozenset({"workflow"})
 
 
-class WorkflowPlanner:
-    """Engine adapter of the RM-DCWF planner (see the module docstring)."""
+class WorkflowPlanner(BasePolicy):
+    """Engine adapter of the RM-DCWF planner (see the module docstring); named ``rmdcwf``, or
+    ``fifo_workflow`` for a planner without budgeting."""
 
-    preserves_order = False
     workload_kinds = WORKFLOW_KINDS
 
-    def __init__(self, name: str, config: PlannerConfig) -> None:
-        self.name = name
+    def __init__(self, config: PlannerConfig, name: str | None = None) -> None:
+        self.name = name or ("rmdcwf" if config.budget else "fifo_workflow")
         self.config = config
-        self._view: EngineView | None = None
         self._planner: Planner | None = None
-        self._book = WorkflowArrivals(name)
+        self._book = WorkflowArrivals(self.name)
         self._seconds: dict[int, float] = {}
         self._sub_deadline: dict[int, float] = {}
 
     def attach(self, view: EngineView) -> None:
-        self._view = view
+        super().attach(view)
         self._planner = Planner(*slotted_shape(view.cluster, self.name), self.config)
 
     def submit(self, job: Job, now: float) -> None:
-        self._book.submit(self._view, job)
+        self._book.submit(self.view, job)
 
     def complete(self, job: Job, now: float) -> None:
         assert self._planner is not None
@@ -97,10 +96,9 @@ def rmdcwf(laxity_distribution: LaxityDistribution = "pd", laxity: LaxityKind = 
     _choice("remap_trigger", remap_trigger, get_args(RemapTrigger))
     if remap_cap is not None and (isinstance(remap_cap, bool) or not isinstance(remap_cap, int) or remap_cap < 0):
         raise InputError(f"rmdcwf: remap_cap must be null or a non-negative integer, got {remap_cap!r}")
-    return WorkflowPlanner("rmdcwf", PlannerConfig(laxity_distribution, laxity, tsp, phase_length, remap_trigger,
-                                                   remap_cap))
+    return WorkflowPlanner(PlannerConfig(laxity_distribution, laxity, tsp, phase_length, remap_trigger, remap_cap))
 
 
 def fifo_workflow() -> WorkflowPlanner:
     """The FIFO baseline: arrival order, earliest feasible times, no budgeting, no remapping."""
-    return WorkflowPlanner("fifo_workflow", PlannerConfig(budget=False))
+    return WorkflowPlanner(PlannerConfig(budget=False))

@@ -19,10 +19,11 @@ sys.path.insert(0, str(REPO))
 
 from sim.core import Cluster, Job  # noqa: E402
 from sim.engine import simulate  # noqa: E402
-from sim.policies.fair_share import FAIR_SHARE_POLICIES  # noqa: E402
+from sim.policies import policy_from_conf  # noqa: E402
 from sim.workloads.multires import multires_cluster, multires_workload  # noqa: E402
 from tests.bench._output import machine, write  # noqa: E402
 from tests.bench.bench_sim import best_of  # noqa: E402
+from tests.test_fair_invariants import NAMES  # noqa: E402
 from tests.test_fair_reference import NaiveFairShare  # noqa: E402
 
 SHAPES = ((1, 4, 0), (4, 1, 0), (2, 2, 0), (1, 1, 1), (3, 6, 0), (6, 2, 0), (1, 8, 0), (8, 1, 1))
@@ -46,11 +47,11 @@ def scenario(name: str, tasks: int, users: int, cluster: Cluster, load: float = 
 
 def measure(jobs: list[Job], cluster: Cluster, meta: dict, repeats: int, naive: bool) -> list[dict]:
     weights = meta.pop("weights")
-    factories = {name: (lambda f=f, n=name: f(weights=weights) if n == "drf_weighted" else f())
-                 for name, f in FAIR_SHARE_POLICIES.items()}
-    factories["drf strict"] = lambda: FAIR_SHARE_POLICIES["drf"](strict=True)
+    factories = {name: (lambda n=name: policy_from_conf(n, **({"weights": weights} if n == "drf_weighted" else {})))
+                 for name in NAMES}
+    factories["drf strict"] = lambda: policy_from_conf("drf", strict=True)
     if naive:
-        factories["drf (full scan)"] = lambda: NaiveFairShare("drf")
+        factories["drf (full scan)"] = lambda: NaiveFairShare()
     rows = []
     for name, factory in factories.items():
         seconds = best_of(repeats, lambda fac=factory: simulate(jobs, cluster, fac(), check=False))
@@ -58,8 +59,8 @@ def measure(jobs: list[Job], cluster: Cluster, meta: dict, repeats: int, naive: 
                      "tasks_per_second": round(len(jobs) / seconds)})
         print(f"  {meta['scenario']:<22} {name:<16} {seconds:8.3f} s", flush=True)
     if naive:
-        fast = simulate(jobs, cluster, FAIR_SHARE_POLICIES["drf"](), check=False).records
-        slow = simulate(jobs, cluster, NaiveFairShare("drf"), check=False).records
+        fast = simulate(jobs, cluster, policy_from_conf("drf"), check=False).records
+        slow = simulate(jobs, cluster, NaiveFairShare(), check=False).records
         if [r.start for r in fast] != [r.start for r in slow]:
             raise SystemExit(f"{meta['scenario']}: heap and full-scan DRF schedules differ")
     return rows

@@ -21,7 +21,7 @@ REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO))
 
 from sim.core import Cluster  # noqa: E402
-from sim.policies import make_policy  # noqa: E402
+from sim.policies import policy_from_conf  # noqa: E402
 from sim.run import run  # noqa: E402
 from sweeps.specs import MapReduceStream  # noqa: E402
 from tests.bench._output import machine, write  # noqa: E402
@@ -35,7 +35,7 @@ def one_run(rate: float, jobs: int, policy: str, seed: int = 0) -> dict:
     cluster = Cluster.slotted(50, 2)
     workload = MapReduceStream(arrival_rate=rate, jobs=jobs, warmup=jobs // 10).build(np.random.default_rng(seed),
                                                                                       cluster)
-    chosen = make_policy(policy)
+    chosen = policy_from_conf(policy)
     started = time.perf_counter()
     done = run(workload, cluster, chosen)
     solves = getattr(chosen, "solves", [])
@@ -78,7 +78,7 @@ def main() -> None:
         for policy in ("rmdcwf", "mrcp"):
             rows.append(one_run(rate, args.jobs, policy))
             print(f"  λ={rate:g} {policy:<7} O {rows[-1]['O_s']:.3f} s  wall {rows[-1]['wall_s']:.0f} s", flush=True)
-    meta = machine(max_deterministic_time=make_policy("mrcp").config.max_deterministic_time)
+    meta = machine(max_deterministic_time=policy_from_conf("mrcp").config.max_deterministic_time)
     write(args.out, "mrcp", {"meta": meta, "results": rows}, table(rows))
 
 

@@ -1,7 +1,8 @@
-"""Simulator speed: every policy on KTH-SP2 (28k jobs, 100 nodes) and a 2,000-job / 400-node
-synthetic trace, against the literal transcription of the seed's pseudocode run in the same
-process (so speed is a ratio, robust to a noisy machine). Then the command line as a whole
-process: ``python -m sim KTH.csv --policy easy`` against the literal seed program
+"""Simulator speed: every backfilling policy (and both EASYs with ``backfill_order=sjf``) on KTH-SP2
+(28k jobs, 100 nodes) and a 2,000-job / 400-node synthetic trace, against the literal
+transcription of the seed's pseudocode run in the same process (so speed is a ratio, robust to a
+noisy machine). Then the command line as a whole process: ``python -m sim KTH.csv --policy easy``
+against the literal seed program
 (``tests/reference/seed_cli.py``) on the same CSV, median of 5 each, interleaved; target ≤ 0.5×.
 Writes ``sim.json`` and ``sim.md``. KTH is looked for in ``$SCHEDLAB_TRACES``, then ``../shared/data/traces``.
 
@@ -27,7 +28,8 @@ REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO))
 
 from sim import Cluster, Job, simulate  # noqa: E402
-from sim.policies import POLICIES, make_policy  # noqa: E402
+from sim.policies import policy_from_conf  # noqa: E402
+from sim.policies.loading import policy_names  # noqa: E402
 from sim.workloads import read_swf, synthetic_hpc  # noqa: E402
 from tests.bench._output import machine, write  # noqa: E402
 from tests.reference import seed_pseudocode  # noqa: E402
@@ -39,6 +41,8 @@ KTH = next((folder / KTH_NAME for folder in [*([Path(os.environ["SCHEDLAB_TRACES
 #: whole-process ``python -m sim … --policy easy`` ÷ the literal seed program, at most
 CLI_TARGET_RATIO = 0.5
 BACKFILLING = ["fcfs", "easy", "conservative", "easy_classic", "conservative_classic"]
+#: timed beside them: label → (policy, options)
+VARIANTS = {f"{p} backfill_order=sjf": (p, {"backfill_order": "sjf"}) for p in ("easy", "easy_classic")}
 TARGETS = {("KTH-SP2", "easy"): 0.3, ("KTH-SP2", "conservative"): 1.5, ("KTH-SP2", "conservative_classic"): 3.0}
 #: the literal CONSERVATIVE is O(n²) per event: on KTH it runs on this prefix only
 LITERAL_CONSERVATIVE_PREFIX = 3000
@@ -66,15 +70,16 @@ def synthetic_trace(load: float = 0.9) -> tuple[list[Job], int, float]:
 def measure(trace: str, jobs: list[Job], nodes: int, parse_seconds: float, repeats: int) -> list[dict]:
     rows = []
     cluster = Cluster.nodes(nodes)
-    for policy in BACKFILLING:
-        seconds = best_of(repeats, lambda p=policy: simulate(jobs, cluster, make_policy(p), check=False))
+    for policy, (name, options) in {**{p: (p, {}) for p in BACKFILLING}, **VARIANTS}.items():
+        seconds = best_of(repeats, lambda n=name, o=options: simulate(jobs, cluster, policy_from_conf(n, **o),
+                                                                      check=False))
         row = {"trace": trace, "policy": policy, "jobs": len(jobs), "nodes": nodes,
                "parse_seconds": round(parse_seconds, 4), "sim_seconds": round(seconds, 4),
                "jobs_per_second": round(len(jobs) / seconds), "target_seconds": TARGETS.get((trace, policy))}
         if policy in ("fcfs", "easy", "conservative"):
             row.update(literal_comparison(policy, jobs, nodes))
         rows.append(row)
-        print(f"  {trace:<10} {policy:<22} {seconds:8.3f} s", flush=True)
+        print(f"  {trace:<10} {policy:<32} {seconds:8.3f} s", flush=True)
     return rows
 
 
@@ -86,8 +91,8 @@ def literal_comparison(policy: str, jobs: list[Job], nodes: int) -> dict:
     literal = seed_pseudocode.run(policy, tuples, nodes)
     literal_seconds = time.perf_counter() - started
     cluster = Cluster.nodes(nodes)
-    fast = simulate(subset, cluster, make_policy(policy), check=False)
-    fast_seconds = best_of(3, lambda: simulate(subset, cluster, make_policy(policy), check=False))
+    fast = simulate(subset, cluster, policy_from_conf(policy), check=False)
+    fast_seconds = best_of(3, lambda: simulate(subset, cluster, policy_from_conf(policy), check=False))
     if {r.job.id: (r.start, r.end) for r in fast.records} != literal:
         raise SystemExit(f"{policy}: fast and literal schedules differ")
     return {"literal_jobs": len(subset), "literal_seconds": round(literal_seconds, 3),
@@ -142,7 +147,7 @@ def main() -> None:
     parser.add_argument("--out", type=Path, default=Path("bench-results"))
     parser.add_argument("--repeats", type=int, default=3)
     args = parser.parse_args()
-    assert set(BACKFILLING) <= set(POLICIES)
+    assert set(BACKFILLING) <= set(policy_names())
     rows = []
     cli: dict | None = None
     if KTH.exists():

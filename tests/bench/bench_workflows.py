@@ -24,7 +24,7 @@ REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO))
 
 from sim.core import Cluster  # noqa: E402
-from sim.policies import make_policy  # noqa: E402
+from sim.policies import policy_from_conf  # noqa: E402
 from sim.run import run  # noqa: E402
 from sweeps.specs import WorkflowStream  # noqa: E402
 from tests.bench._output import machine, write  # noqa: E402
@@ -40,7 +40,7 @@ def one_run(kind: str, rate: float, jobs: int, policy: str, seed: int = 0) -> di
     spec = WorkflowStream(type=kind, arrival_rate=rate, jobs=jobs, warmup=jobs // 10)
     workload = spec.build(np.random.default_rng(seed), cluster)
     started = time.perf_counter()
-    done = run(workload, cluster, make_policy(policy))
+    done = run(workload, cluster, policy_from_conf(policy))
     return {**done.summary, "wall_s": time.perf_counter() - started}
 
 
