@@ -3,6 +3,7 @@
 Reads what a sweep logged (never re-runs anything). One module per job:
 
 * :mod:`analysis.runs` — load FINISHED / FAILED runs, detect factors, fetch artifacts;
+* :mod:`analysis.store` — a local store checked before MLflow opens it (never created or written);
 * :mod:`analysis.stats` — mean, sd, n and Student-t half-widths; paired differences;
 * :mod:`analysis.formatting` — significant digits, Markdown / LaTeX / CSV tables;
 * :mod:`analysis.summary` — factors and metrics resolved, aggregated, compared; table files;

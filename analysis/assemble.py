@@ -96,29 +96,34 @@ def metric_figures(a: Analysis, folder: Path) -> list[Figure]:
 def ecdf_figure(a: Analysis, folder: Path, max_runs: int) -> list[Figure]:
     """Per-job waits from up to ``max_runs`` runs (lowest seeds) of each cell, one panel per first-row level."""
     data, hue = _labelled(a)
-    keys = [hue, *a.rows[:1]]
+    facet = a.rows[0] if a.rows else None
+    if facet:
+        data[facet] = _level_labels(data[[facet]])
+    keys = [hue, *([facet] if facet else [])]
+    available = data.groupby(keys, observed=True).size()
     if a.seed_key in data:
         data = data.sort_values(a.seed_key)
     frames, missing = [], 0
-    for run_id, row in data.groupby(keys, dropna=False, observed=True).head(max_runs).iterrows():
+    for run_id, row in data.groupby(keys, observed=True).head(max_runs).iterrows():
         jobs = a.runs.artifact_table(str(run_id))
         if jobs is None or "wait" not in jobs:
             missing += 1
             continue
-        frames.append(pd.DataFrame({"wait": jobs["wait"].to_numpy(float), **{k: row[k] for k in keys}}))
+        frames.append(pd.DataFrame({"wait": jobs["wait"].to_numpy(float), "run": str(run_id),
+                                    **{k: row[k] for k in keys}}))
     if not frames:
         raise AnalysisError("no finished run has a jobs.parquet artifact with a wait column: no wait ECDF")
     waits = pd.concat(frames, ignore_index=True)
-    waits[hue] = pd.Categorical(waits[hue], categories=a.levels)
-    facet = a.rows[0] if a.rows else None
-    if facet:
-        waits[facet] = _level_labels(waits[[facet]])
-    paths = plot_wait_ecdf(waits, hue, folder, "wait_ecdf", facet)
-    note = f" ({missing} runs had no jobs.parquet)" if missing else ""
+    for key in keys:
+        waits[key] = pd.Categorical(waits[key], categories=data[key].cat.categories)
     pooled = f", pooled over {', '.join(a.rows[1:])}" if len(a.rows) > 1 else ""
+    per = f"runs per curve{pooled}" if pooled else "replications per cell"
+    lowest = " (lowest seeds)" if available.max() > max_runs and a.seed_key in data else ""
+    paths = plot_wait_ecdf(waits, hue, folder, "wait_ecdf", facet, available, per + lowest, missing)
+    note = f" ({missing} runs had no jobs.parquet)" if missing else ""
     panels = f"; one panel per {facet}, each with its own wait axis (s)" if facet else ""
     return [Figure("Per-job wait distribution", paths,
-                   f"ECDF of job waits (s) from up to {max_runs} replications per cell{pooled}{panels}{note}")]
+                   f"ECDF of job waits (s) from up to {max_runs} {per}{lowest}{panels}{note}")]
 
 
 def schedule_figures(a: Analysis, folder: Path, run_id: str | None, first_n: int) -> list[Figure]:
@@ -139,10 +144,11 @@ def schedule_figures(a: Analysis, folder: Path, run_id: str | None, first_n: int
         resource = "nodes" if "nodes" in whole else whole[0]
         capacity = capacities[resource]
         paths = plot_gantt(jobs, folder, f"gantt_{short}", first_n, int(capacity) if capacity else None, resource,
-                           f"Schedule of run {short} ({who}): first {first_n} jobs")
+                           f"Schedule of run {short} ({who})")
         figures.append(Figure(f"Schedule of run {short}", paths,
-                              f"{who}; {resource} ids assigned post hoc (lowest free ids first); grey: other jobs; "
-                              f"the window ends when {GANTT_WINDOW_QUANTILE:.0%} of the {first_n} jobs have ended"))
+                              f"{who}; its first {first_n} jobs by submit time; {resource} ids assigned post hoc "
+                              f"(lowest free ids first); grey: other jobs; the window ends when "
+                              f"{GANTT_WINDOW_QUANTILE:.0%} of the drawn jobs have ended"))
     paths = plot_utilisation(jobs, folder, f"utilisation_{short}", capacities, f"Utilisation of run {short} ({who})")
     figures.append(Figure(f"Utilisation of run {short}", paths,
                           f"{who}; busy / total capacity over time (a run of more than {UTIL_BINS} steps is "
@@ -156,22 +162,23 @@ def dominant_share_figures(a: Analysis, folder: Path, run: str) -> list[Figure]:
     for key in [k for k in [*a.rows, a.seed_key] if k in a.design]:
         peers = peers[peers[key] == a.design.loc[run, key]]
     labels = column_labels(peers, a.cols)
+    facet = " / ".join(a.cols)
     frames = []
     for peer in peers.index:
         shares = a.runs.artifact_table(peer, "dominant_shares.parquet")
         if shares is not None:
-            frames.append(shares.assign(**{" / ".join(a.cols): labels[peer]}))
+            frames.append(shares.assign(**{facet: f"{labels[peer]} (run {str(peer)[:8]})"}))
     if not frames:
         return []
-    facet = " / ".join(a.cols)
     seed = f"{a.seed_key}={level_text(a.design.loc[run, a.seed_key])}" if a.seed_key in a.design else ""
     where = ", ".join(f"{k}={level_text(a.design.loc[run, k])}" for k in a.rows if k in a.design)
     context = ", ".join(p for p in (where, seed) if p)
     paths = plot_dominant_shares(pd.concat(frames, ignore_index=True), folder, "dominant_shares",
-                                 f"Dominant share per user over time ({context}; same jobs in every panel)", facet)
+                                 f"Dominant share per user over time: one run per panel ({context}; same jobs in "
+                                 "every panel)", facet)
     return [Figure("Dominant shares over time", paths,
-                   f"{context}; one panel per {facet}; DRF dominant share of each user (max over resources of "
-                   "its share of that resource)")]
+                   f"{context}; one run per panel, one panel per {facet}; DRF dominant share of each user (max over "
+                   "resources of its share of that resource)")]
 
 
 def example_run(a: Analysis, run_id: str | None = None) -> str:

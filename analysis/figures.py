@@ -136,21 +136,34 @@ def plot_metric_vs_factor(
                 for label in ax.get_xticklabels():
                     label.set_horizontalalignment("right")
         n = data.groupby([x, hue, *([facet] if facet else [])], observed=True)[metric].count()
-        grid.figure.suptitle(
-            f"{metric_label(metric).split(' (')[0]} vs {x}: mean ± 95% CI (t), n = {_span(n)} per point", y=1.03
-        )
+        bare = "; no bar where n = 1" if n.min() == 1 else ""
+        grid.figure.suptitle(f"{metric_label(metric).split(' (')[0]} vs {x}: mean ± 95% CI (t), "
+                             f"n = {_span(n)} runs per point{bare}", y=1.03)
         if grid.legend is not None:
             grid.legend.set_title(hue)
         return save(grid.figure, out, stem)
 
 
-def plot_wait_ecdf(waits: pd.DataFrame, hue: str, out: Path, stem: str, facet: str | None = None) -> list[Path]:
+def plot_wait_ecdf(waits: pd.DataFrame, hue: str, out: Path, stem: str, facet: str | None = None,
+                   available: pd.Series | None = None, per: str = "replications per cell", missing: int = 0,
+                   ) -> list[Path]:
     """ECDF of per-job waits (column ``wait``, seconds), one curve per ``hue`` level.
 
-    ``waits`` pools the jobs of every replication of a cell; ``facet`` splits into panels, each
-    with its own wait axis (traces differ by orders of magnitude) titled ``factor = level``.
+    ``waits`` pools the jobs of the runs (column ``run``) drawn for each curve; ``available`` counts
+    the runs each curve could have drawn (index: the ``hue`` level, or ``(hue, facet)`` levels;
+    default: the drawn ones); ``missing`` runs were left out for want of a jobs table. The title
+    states the sample — runs drawn of those available ``per`` curve, jobs, runs left out — so a
+    figure pasted on its own still says what it shows. ``facet`` splits into panels, each with its
+    own wait axis (traces differ by orders of magnitude) titled ``factor = level``.
     """
+    unstarted = int(waits["wait"].isna().sum())
     data = _shorten(waits.dropna(subset=["wait"]).reset_index(drop=True), hue, facet)
+    curves = [hue, *([facet] if facet else [])]
+    drawn = waits.groupby(curves, observed=True)["run"].nunique()
+    have = drawn if available is None else available.reindex(drawn.index)
+    sample = f"{sample_text(drawn, have, per)}, {len(data):,} jobs"
+    sample += f" ({unstarted:,} that never started left out)" if unstarted else ""
+    sample += f"; {missing} run{'s' if missing > 1 else ''} without a jobs table left out" if missing else ""
     with _style():
         grid = sns.displot(data=data, x="wait", hue=hue, col=facet, kind="ecdf", height=3.6, aspect=1.35,
                            col_wrap=3 if facet and data[facet].nunique() > 3 else None,
@@ -162,17 +175,31 @@ def plot_wait_ecdf(waits: pd.DataFrame, hue: str, out: Path, stem: str, facet: s
         for ax in grid.axes.flat:
             _seconds_axis(ax.xaxis)
             ax.tick_params(axis="x", labelrotation=20)
-        grid.figure.suptitle(f"Per-job wait, ECDF over all replications ({len(data)} jobs)", y=1.03)
+        grid.figure.suptitle(f"Per-job wait, ECDF\n{sample}", y=1.08)
         if grid.legend is not None:
             grid.legend.set_title(hue)
         return save(grid.figure, out, stem)
+
+
+def sample_text(drawn: pd.Series, available: pd.Series, per: str = "replications per cell") -> str:
+    """How many runs a figure drew per curve (or point) of how many there are.
+
+    >>> sample_text(pd.Series([10, 10]), pd.Series([60, 60]))
+    '10 of 60 replications per cell'
+    >>> sample_text(pd.Series([3, 2]), pd.Series([3, 2]))
+    'all 2–3 replications per cell'
+    """
+    if drawn.tolist() == available.tolist():
+        return f"all {_span(available)} {per}"
+    return f"{_span(drawn)} of {_span(available)} {per}"
 
 
 def plot_gantt(
     jobs: pd.DataFrame, out: Path, stem: str, first_n: int = 40, capacity: int | None = None,
     resource: str = "nodes", title: str = "",
 ) -> list[Path]:
-    """Node ranges over time of the first ``first_n`` jobs (by submit time) of one schedule.
+    """Node ranges over time of the first ``first_n`` jobs (by submit time) of one schedule, under
+    ``title`` (the run) and a line saying which of its jobs are drawn.
 
     Node ids come from :func:`analysis.timeline.assign_nodes` over the whole run; other jobs
     running in the same window are drawn in grey so free and busy nodes are told apart. The window
@@ -181,8 +208,8 @@ def plot_gantt(
     """
     blocks = assign_nodes(jobs, capacity, resource)
     capacity = capacity or int((blocks["first_node"] + blocks["n_nodes"]).max())
-    order = jobs.sort_values(["submit_time", "job_id"])["job_id"]
-    chosen = list(order.iloc[:first_n])
+    ran = jobs[jobs["job_id"].isin(blocks["job_id"])]
+    chosen = list(ran.sort_values(["submit_time", "job_id"])["job_id"].iloc[:first_n])
     mine = blocks[blocks["job_id"].isin(chosen)]
     t0 = float(mine["start_time"].min())
     t1 = max(float(mine.groupby("job_id")["end_time"].max().quantile(GANTT_WINDOW_QUANTILE)),
@@ -202,9 +229,12 @@ def plot_gantt(
         ax.set_xlim(t0 / scale, t1 / scale)
         ax.set_ylim(0, capacity)
         ax.set_xlabel(f"time ({unit})")
-        ax.set_ylabel(f"{'node' if resource == 'nodes' else resource} index (0–{capacity - 1})")
+        noun = "node" if resource == "nodes" else resource
+        ax.set_ylabel(f"{noun} index (0–{capacity - 1})")
+        of = f"{len(ran)} jobs" if len(ran) == len(jobs) else f"the {len(ran)} jobs that ran (of {len(jobs)})"
         more = f"; {clipped} run on past the right edge" if clipped else ""
-        ax.set_title(f"{title or f'Schedule: first {len(chosen)} jobs, {resource} ranges over time'}{more}")
+        ax.set_title(f"{title or 'Schedule'}\nfirst {len(chosen)} of {of} by submit time, {noun} ranges over "
+                     f"time{more}")
         handles = [Patch(color=colours[chosen[0]], label=f"first {len(chosen)} jobs\n(one colour each)")]
         if len(others):
             handles.append(Patch(color="0.82", label="other jobs"))
@@ -261,8 +291,9 @@ def plot_utilisation(
         ax.set_ylabel("utilisation (busy / capacity)")
         ax.legend(title="resource (capacity)", loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False)
         width = (end - start) / UTIL_BINS / scale
-        how = f"; drawn as means over {UTIL_BINS} bins of {width:.3g} {unit}" if binned else ""
-        ax.set_title(f"{title or 'Utilisation over time'}\ntime-weighted mean: {', '.join(means)}{how}")
+        how = f"\ndrawn as time-weighted means over {UTIL_BINS} bins of {width:.3g} {unit}" if binned else ""
+        ax.set_title(f"{title or 'Utilisation over time'}\nall {len(jobs):,} jobs; time-weighted mean from first "
+                     f"submit to last end: {', '.join(means)}{how}")
         return save(fig, out, stem)
 
 

@@ -1,6 +1,7 @@
 """One figure per paper table: each metric against the row factor, ours (mean ± 95 % CI, solid) and
 the paper's published points (± its half-width, hollow, dashed) on the same axes, one colour per
-configuration. A paper series shared by several of our configurations is drawn once."""
+configuration. A paper series shared by several of our configurations is drawn once. Under the
+title, the figure says what its points are and over how many replications (:func:`sample_line`)."""
 
 from __future__ import annotations
 
@@ -16,11 +17,22 @@ import matplotlib.pyplot as plt
 from analysis.stats import COLUMN
 
 if TYPE_CHECKING:
+    import pandas as pd
+
     from analysis.paper import TableResult
 
 
 def draw(result: TableResult, path: Path) -> Path:
-    """Write the table's figure as PNG (one panel per metric) and return its path."""
+    """Write the table's figure (:func:`figure`) as PNG and return its path."""
+    fig = figure(result)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path
+
+
+def figure(result: TableResult) -> plt.Figure:
+    """The table's figure: one panel per metric, titled with the table and :func:`sample_line`."""
     from analysis.paper import display, row_text
 
     table, summary, published = result.table, result.summary, result.table.published
@@ -55,12 +67,26 @@ def draw(result: TableResult, path: Path) -> Path:
         ax.grid(alpha=0.3)
     handles, labels = legend_entries(axes[0])
     fig.legend(handles, labels, loc="lower center", ncol=min(4, max(1, len(labels))), fontsize=8, frameon=False)
-    fig.suptitle(table.title, fontsize=10)
-    fig.tight_layout(rect=(0, 0.06 + 0.04 * ((len(labels) - 1) // 4), 1, 0.95))
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-    return path
+    fig.suptitle(f"{table.title}\n{sample_line(summary[summary['metric'].isin(table.metrics)])}", fontsize=10)
+    fig.tight_layout(rect=(0, 0.06 + 0.04 * ((len(labels) - 1) // 4), 1, 0.93))
+    return fig
+
+
+def sample_line(summary: pd.DataFrame) -> str:
+    """What the points are, with the replications behind ours (``n`` of the cells drawn).
+
+    >>> import pandas as pd
+    >>> sample_line(pd.DataFrame({"n": [10, 10, 3, 0]})).split("; ")[0]
+    'ours (solid): mean ± 95% t-CI over n = 3–10 replications per point'
+    """
+    n = summary["n"][summary["n"] > 0]
+    if n.empty:
+        ours = "ours: not run"
+    else:
+        span = f"{n.min()}" if n.min() == n.max() else f"{n.min()}–{n.max()}"
+        bare = ", no bar where n = 1" if n.min() == 1 else ""
+        ours = f"ours (solid): mean ± 95% t-CI over n = {span} replications per point{bare}"
+    return f"{ours}; paper (dashed, hollow): published value ± half-width where given"
 
 
 def crowded(levels: list[float]) -> bool:

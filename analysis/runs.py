@@ -19,11 +19,11 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
-from urllib.parse import urlparse
 
 import pandas as pd
 
 from analysis import AnalysisError
+from analysis.store import check_store
 
 DEFAULT_EXPERIMENT = "schedlab-demo"
 SEED_KEY = "seed"
@@ -110,12 +110,14 @@ def load_runs(
 
     ``sweep`` keeps only runs tagged ``schedlab.sweep_id`` = sweep (``"latest"``: the sweep of the
     most recently started run). Raises :class:`AnalysisError` with a one-line message for a
-    missing store, an unknown experiment (listing the existing ones) or one without finished runs.
+    missing or unusable store (:func:`analysis.store.check_store`: never created or written to), an
+    unknown experiment (listing the existing ones) or one without finished runs.
     """
     uri = tracking_uri or default_tracking_uri()
-    _check_store_exists(uri)
+    check_store(uri)
     import mlflow
     from mlflow.exceptions import MlflowException
+    from sqlalchemy.exc import SQLAlchemyError
 
     try:
         found = mlflow.MlflowClient(uri).get_experiment_by_name(experiment)
@@ -124,7 +126,7 @@ def load_runs(
             raise AnalysisError(f"unknown experiment {experiment!r} in {uri}; experiments: {_listing(names)}")
         with _tracking(uri):
             frame = mlflow.search_runs(experiment_ids=[found.experiment_id])
-    except MlflowException as exc:
+    except (MlflowException, SQLAlchemyError, UnicodeDecodeError) as exc:  # a newer schema, damage past the tables
         raise AnalysisError(f"cannot read MLflow store {uri}: {str(exc).splitlines()[0]}") from exc
     if frame.empty:
         raise AnalysisError(f"experiment {experiment!r} has no runs yet ({uri}); run a sweep first")
@@ -209,19 +211,6 @@ def _raise(message: str) -> Any:
 def _listing(names: Sequence[str], limit: int = 20) -> str:
     shown = ", ".join(names[:limit])
     return shown + (f", … ({len(names) - limit} more)" if len(names) > limit else "")
-
-
-def _check_store_exists(uri: str) -> None:
-    """Fail early (instead of letting MLflow create an empty store) when a local store is absent."""
-    parsed = urlparse(uri)
-    if parsed.scheme == "sqlite":
-        path = Path(uri.removeprefix("sqlite:///")) if uri.startswith("sqlite:///") else None
-        if path is not None and str(path) not in ("", ":memory:") and not path.exists():
-            raise AnalysisError(f"no MLflow store at {path} (run `make run` first, or pass --tracking-uri)")
-    elif parsed.scheme in ("", "file"):
-        path = Path(parsed.path if parsed.scheme == "file" else uri)
-        if not path.exists():
-            raise AnalysisError(f"no MLflow store at {path} (run `make run` first, or pass --tracking-uri)")
 
 
 @contextmanager

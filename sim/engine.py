@@ -6,7 +6,8 @@ Events are completions (a heap of ``(end_time, job_id)``), arrivals (the jobs so
 time then jumps to the next event. There is no global state: the same jobs, cluster and policy give
 the same schedule in any process.
 
-**Zero-length workflow tasks** (RM-DCWF places them without a slot) hold no capacity and are
+**Zero-length workflow tasks** (RM-DCWF places them without a slot; also a task so short that adding
+it to the clock changes nothing, e.g. 1e-7 s at t = 1e10, as its planned end says) hold no capacity and are
 complete the instant they start: a decision later in the same pass may start their children at
 that instant, and the policy hears of their completion right after the pass, before
 ``next_wakeup`` — so they never cause a second pass at the same instant. (A zero-runtime rigid job
@@ -167,7 +168,7 @@ def _run(jobs: Sequence[Job], cluster: Cluster, policy: Policy, kill_at_limit: b
             if job.parents and not done.issuperset(job.parents):
                 raise SchedulingError(f"{policy.name}: task {job.id} started before its parents finished")
             duration = min(job.runtime, job.time_limit) if kill_at_limit else job.runtime
-            if duration == 0 and job.workflow >= 0:
+            if now + duration == now and job.workflow >= 0:
                 starts[i] = ends[i] = now
                 machines[i] = decision.machine
                 done.add(job.id)

@@ -7,6 +7,9 @@ Metric names are ``group/name``. Definitions:
 * ``util`` = busy capacity-seconds / (capacity × span), span = last end − first submit
   (one ``util/<resource>`` per resource on a multi-resource cluster);
 * ``makespan`` = last end − first submit.
+
+A schedule without jobs has no metrics (an :class:`~sim.core.InputError`: every mean would be over
+an empty set); ``util`` over a span of 0 (every job took no time) is NaN, not 0.
 """
 
 from __future__ import annotations
@@ -14,7 +17,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from sim.core import JobRecord, SimulationResult
+from sim.core import InputError, JobRecord, SimulationResult
 
 BSLD_TAU = 10.0
 
@@ -63,7 +66,7 @@ def summarize(result: SimulationResult) -> dict[str, float]:
     """Summary metrics of a schedule (see module docstring for definitions)."""
     records = result.records
     if not records:
-        return {"jobs": 0.0}
+        raise InputError(f"{result.policy}: the schedule has no jobs, so no metric can be computed")
     n = len(records)
     wait = sorted(r.start - r.job.submit for r in records)
     bsld = sorted(_bounded_slowdown(records))
@@ -83,7 +86,7 @@ def summarize(result: SimulationResult) -> dict[str, float]:
     totals = result.cluster.total
     for k, resource in enumerate(result.cluster.resources):
         busy = math.fsum(r.job.demand[k] * (r.end - r.start) for r in records)
-        util = float(busy / (totals[k] * span)) if span > 0 else 0.0
+        util = float(busy / (totals[k] * span)) if span > 0 else math.nan
         key = "util" if len(totals) == 1 else f"util/{resource}"
         summary[key] = util
     return summary

@@ -68,6 +68,10 @@ def run(workload: Workload, cluster: Cluster, policy: Policy, *, kill_at_limit: 
         raise InputError(f"unknown workload kind {workload.kind!r}; expected one of {', '.join(METRIC_SETS)}")
     check_kind(policy, workload.kind)
     jobs, dropped = validate_jobs(workload.jobs, cluster, drop_oversized=drop_oversized)
+    if not jobs:  # every metric would be over an empty set
+        why = (f"all {dropped} jobs are wider than the machine and were dropped (drop_oversized)" if dropped
+               else "the workload has no jobs")
+        raise InputError(f"{workload.source or 'workload'}: {why}: nothing to simulate")
     result = simulate(jobs, cluster, policy, kill_at_limit=kill_at_limit, workflows=workload.workflows)
     summary, tables = METRIC_SETS[workload.kind](result, workload)
     summary.update(result.stats.counters)

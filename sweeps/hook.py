@@ -11,12 +11,17 @@ runs once per cell) and, with ``sweep.reuse=same`` (the default), the same ``sch
 
 A policy's label (run name, end-of-sweep table, the MLflow param ``policy``) is its config choice
 (``policy=easy``, ``policy=mine``); a ``policy._target_=…`` override is labelled by its class.
+
+A run to do is claimed as it starts (:mod:`sweeps.claims`): its MLflow run is created RUNNING and its
+record written into it, so sweeps sharing a store run each key once; a live claim of another sweep is
+skipped ("running in another sweep"), a dead one taken over.
 """
 
 from __future__ import annotations
 
 import importlib.metadata
 import sys
+import time
 import uuid
 from collections import Counter
 from collections.abc import Iterable, Sequence
@@ -33,10 +38,11 @@ from hydra_plugins.schedlab_ray_launcher._compose import group_choices, task_con
 from hydra_plugins.schedlab_ray_launcher.hooks import PlannedRun, RunReport, SweepAbortedError, SweepStats
 from sim.core import InputError
 from sweeps import task
+from sweeps.claims import CLAIM_TAGS, Claimant, Heartbeat, alive, earliest, stale_sweeps
 from sweeps.identity import REUSE, CodeHasher, Fingerprint, InputHasher, changed_files, own_package
 from sweeps.record import RunRecord, StoreLocation, run_params, targets
 from sweeps.summary import format_policy_table
-from sweeps.tracking import TAG, MlflowStore, browse, git_commit, open_store, run_key
+from sweeps.tracking import TAG, Claim, MlflowStore, browse, git_commit, open_store, run_key
 
 DEFAULT_NON_SEMANTIC = ("tracking", "sweep", "experiment_name", "replications", "workload.base_dir")
 #: where runs go when the command line changes what the default experiment computes (see :func:`adhoc`)
@@ -67,6 +73,7 @@ class SweepTracker:
         self.parts: dict[int, task.RunParts] = {}
         self.workloads: dict[int, str] = {}
         self.labels: dict[int, str] = {}
+        self.overrides: dict[int, Sequence[str]] = {}
         self.keys: dict[int, str] = {}
         self.inputs: dict[int, Fingerprint] = {}
         self.code: dict[int, Fingerprint] = {}
@@ -79,6 +86,12 @@ class SweepTracker:
         self.results: list[tuple[str, dict[str, Any], dict[str, float]]] = []
         self.run_ids: dict[int, str] = {}
         self.existing: dict[tuple[str, str], dict[str, list[Any]]] = {}  # (store, experiment) → runs by key
+        self.claims: dict[int, Claim] = {}
+        self.elsewhere: Counter[str] = Counter()  # sweep id → runs skipped because it is running them
+        self.taken_over = 0  # claims of dead sweeps marked KILLED
+        self.killed: set[str] = set()
+        self.changed_inputs: Counter[str] = Counter()  # files runs read with other contents than planned
+        self.heartbeat: Heartbeat | None = None
 
     # -- the SweepHook protocol -------------------------------------------------------------
     def validate(self, config: DictConfig, runs: Sequence[PlannedRun]) -> None:
@@ -95,15 +108,43 @@ class SweepTracker:
                     self.check(run.index, task_config(run.config), group_choices(run.config), run.overrides)
             except InputError as e:
                 errors.setdefault(str(e), []).append(run)
+        if not errors:
+            errors = self.unreadable([run for run in runs if run.index in self.parts], len(runs))
         if errors:
             lines = [f"{message}\n    ({_which(bad, len(runs))})" for message, bad in errors.items()]
             raise SweepAbortedError("invalid configuration, nothing was run:\n  " + "\n  ".join(lines))
 
+    def unreadable(self, runs: Sequence[PlannedRun], total: int) -> dict[str, list[PlannedRun]]:
+        """Read each replayed input once, on the driver (a trace with a bad line): when no run of the sweep
+        could read its input, the errors — nothing is started; otherwise ``{}``, and the runs with a bad
+        input fail in their workers and are recorded FAILED beside the others."""
+        errors: dict[str, list[PlannedRun]] = {}
+        read: dict[str, str | None] = {}
+        for run in runs:
+            parts, cfg = self.parts[run.index], self.cfgs[run.index]
+            if parts.workload.stochastic or not parts.workload.input_files():
+                return {}
+            replay = repr((cfg.get("workload"), cfg.get("cluster")))
+            if replay not in read:
+                try:
+                    task.check_inputs(parts)
+                    read[replay] = None
+                except InputError as error:
+                    read[replay] = str(error)
+            if read[replay] is None:
+                return {}
+            errors.setdefault(read[replay], []).append(run)
+        return errors if sum(map(len, errors.values())) == total else {}
+
     def plan(self, runs: Sequence[PlannedRun]) -> list[str | None]:
         return self.plan_configs({run.index: self.cfgs[run.index] for run in runs})
 
+    def start(self, run: PlannedRun) -> str | None:
+        """Claim the run as it is submitted; why not to run it when another sweep has it."""
+        return self.claim(run.index) if self.store is not None else None
+
     def recorder(self, run: PlannedRun) -> RunRecord | None:
-        return self.run_record(run.index, run.overrides) if self.store is not None else None
+        return self.run_record(run.index) if self.store is not None else None
 
     def runtime_env(self) -> dict[str, Any]:
         """The researcher's own packages the planned runs' ``_target_`` s live in, for Ray to ship to a
@@ -118,15 +159,26 @@ class SweepTracker:
             self.recorded(report.run.index, outcome, report.recorded)
             return
         self.record(report.run.index, report.status, outcome, report.error, report.traceback,
-                    node=report.node_id, start=report.start_time, end=report.end_time,
-                    overrides=report.run.overrides, node_ip=report.node_ip)
+                    node=report.node_id, end=report.end_time, node_ip=report.node_ip)
 
     def finish(self, stats: SweepStats) -> None:
+        self.close()
         if self.summary and self.results:
             print(format_policy_table(self.results))
         for line in self.notes() + self.where():
             print(line)
         sys.stdout.flush()
+
+    def close(self) -> None:
+        """The sweep ended (or was stopped): claims of runs never recorded are marked KILLED (a later sweep,
+        even in this process, runs them), and the heartbeat stops."""
+        if self.store is not None:
+            for index, claim in self.claims.items():
+                if index not in self.run_ids and self.store.status(claim.run_id) == "RUNNING":
+                    self.store.mark_killed(claim.run_id)
+        if self.heartbeat is not None:
+            self.heartbeat.stop()
+            self.heartbeat = None
 
     # -- plain-dict core, shared with in-process runs --------------------------------------------
     def configure(self, config: DictConfig) -> None:
@@ -143,7 +195,7 @@ class SweepTracker:
         if reuse not in REUSE:
             raise InputError(f"sweep.reuse must be one of {', '.join(REUSE)} (same: skip a finished run only "
                              f"when its config, input files and simulator code are today's), got {reuse!r}")
-        self.cfgs[index], self.parts[index] = cfg, parts
+        self.cfgs[index], self.parts[index], self.overrides[index] = cfg, parts, list(overrides)
         self.workloads[index] = (choices or {}).get("workload") or type(parts.workload).__name__
         self.labels[index] = policy_label(cfg, (choices or {}).get("policy", ""), overrides)
         return parts
@@ -168,10 +220,7 @@ class SweepTracker:
         if tracking.get("uri"):
             self.store = open_store(str(tracking["uri"]), self.experiment_name, tracking.get("artifact_root"))
             existing = self.recorded_before(self.store)
-        for key in {self.keys[i] for i in cfgs} & set(existing):  # left RUNNING by a killed driver
-            for run in existing[key]:
-                if run.info.status == "RUNNING":
-                    self.store.mark_killed(run.info.run_id)
+        running = self.running_elsewhere({self.keys[i] for i in cfgs}, existing)
         decisions: list[str | None] = []
         for i, cfg in cfgs.items():
             key = self.keys[i]
@@ -181,6 +230,9 @@ class SweepTracker:
             same = [r for r in finished if sweep.get("reuse", "same") == "any" or not self.changes(r, i)]
             if key in self.first:
                 decisions.append(f"same run as #{self.first[key]}")
+            elif key in running:
+                decisions.append(f"running in another sweep: {running[key]}")
+                self.elsewhere[running[key]] += 1
             elif same and not sweep.get("force", False):
                 decisions.append(f"finished in MLflow run {same[0].info.run_id}")
                 self.results.append((self.labels[i], cfg.get("policy") or {}, dict(same[0].data.metrics)))
@@ -190,6 +242,61 @@ class SweepTracker:
                 decisions.append(None)
             self.first.setdefault(key, i)
         return decisions
+
+    def running_elsewhere(self, keys: set[str], existing: dict[str, list[Any]]) -> dict[str, str]:
+        """Run key → the live sweep running it, among ``keys``; RUNNING runs of dead sweeps (and stale
+        heartbeat tags) are cleaned up on the way."""
+        assert self.store is not None or not existing
+        ours = {c.run_id for c in self.claims.values()} | self.killed
+        claimed = [run for key in keys & set(existing) for run in existing[key]
+                   if run.info.status == "RUNNING" and run.info.run_id not in ours]
+        if not claimed:
+            return {}
+        beats, now, live = self.store.sweeps(), time.time(), {}
+        for tag in stale_sweeps(beats, now):
+            self.store.set_sweep_tag(tag, None)
+        for run in claimed:
+            if alive(run, beats, now):
+                live[run.data.tags[f"{TAG}run_key"]] = run.data.tags[CLAIM_TAGS[0]]
+            else:
+                self.store.mark_killed(run.info.run_id)
+                self.killed.add(run.info.run_id)  # the search is reused for the whole sweep
+                self.taken_over += 1
+        return live
+
+    def claim(self, index: int) -> str | None:
+        """Create run ``index``'s MLflow run (RUNNING) before it runs; ``None`` when this sweep runs it, else
+        why not: another sweep claimed or finished the same run meanwhile (its claim is then withdrawn)."""
+        assert self.store is not None
+        if index in self.claims:
+            return None
+        key, store = self.keys[index], self.store
+        claimant = Claimant.this(self.sweep_id)
+        claim = store.claim({**self.identity_tags(index), **claimant.tags()}, self.run_name(index))
+        if self.heartbeat is None:
+            self.heartbeat = Heartbeat(store, claimant)
+            self.heartbeat.start()
+        others = [r for r in store.runs_by_key(key).get(key, []) if r.info.run_id != claim.run_id]
+        sweep = self.cfgs[index].get("sweep") or {}
+        if not sweep.get("force", False):
+            done = [r for r in others if r.info.status == "FINISHED"
+                    and (sweep.get("reuse", "same") == "any" or not self.changes(r, index))]
+            if done:
+                store.withdraw(claim.run_id)
+                return f"finished in MLflow run {done[0].info.run_id} (by another sweep)"
+        rivals = [r for r in others if r.info.status == "RUNNING"]
+        if rivals:
+            beats, now = store.sweeps(), time.time()
+            live = [r for r in rivals if alive(r, beats, now)]
+            mine = store.run(claim.run_id)
+            winner = earliest([*live, mine])
+            if winner is not mine:
+                store.withdraw(claim.run_id)
+                owner = winner.data.tags.get(CLAIM_TAGS[0], "?")
+                self.elsewhere[owner] += 1
+                return f"running in another sweep: {owner}"
+        self.claims[index] = claim
+        return None
 
     def recorded_before(self, store: MlflowStore) -> dict[str, list[Any]]:
         """The store's runs by run key as the sweep found them: one search per store and experiment per sweep
@@ -218,6 +325,13 @@ class SweepTracker:
     def notes(self) -> list[str]:
         """What the sweep decided for the user: reruns and why, collapsed seeds, where runs went."""
         lines = [f"{n} reran: {why}" for why, n in sorted(self.reran.items())]
+        lines += [f"input file {name} changed during the sweep: {n} run(s) read other contents than planned (their "
+                  f"records say so: schedlab.inputs_planned); rerun the sweep so that every run reads one version"
+                  for name, n in sorted(self.changed_inputs.items())]
+        lines += [f"{n} not run here: running in another sweep ({sweep}); rerun this command once it ends"
+                  for sweep, n in sorted(self.elsewhere.items())]
+        if self.taken_over:
+            lines.append(f"{self.taken_over} run(s) left RUNNING by a sweep that died: marked KILLED and run again")
         per_workload: dict[str, int] = {}
         for i, key in self.keys.items():
             if key in self.seeds and len(self.seeds[key]) > 1:
@@ -236,23 +350,26 @@ class SweepTracker:
                 f"its runs: {browse(self.store.uri, self.store.experiment_id)}"]
 
     def record(self, index: int, status: str, outcome: task.RunOutcome | None, error: str | None,
-               traceback: str | None, node: str, start: float, end: float, overrides: Sequence[str],
-               node_ip: str = "") -> None:
-        """Log one ended run (on the driver: in-process runs, and Ray runs their worker could not log)."""
+               traceback: str | None, node: str, end: float, node_ip: str = "") -> None:
+        """Log one ended run into its claim (on the driver: in-process runs, and Ray runs their worker could
+        not log)."""
         run_id = None if self.store is None else \
-            self.run_record(index, overrides).write(status, outcome, error, traceback, node, start, end, node_ip)
+            self.run_record(index).write(status, outcome, error, traceback, node, end, node_ip)
         self.recorded(index, outcome, run_id)
 
     def recorded(self, index: int, outcome: task.RunOutcome | None, run_id: str | None = None) -> None:
         """Keep an ended run's metrics for the summary (and its MLflow run id once it is logged)."""
         if outcome is not None:
             self.results.append((self.labels[index], self.cfgs[index].get("policy") or {}, dict(outcome.summary)))
+            planned = self.inputs[index].files
+            for name in [n for n, digest in outcome.inputs.items() if planned.get(n) != digest]:
+                self.changed_inputs[name] += 1
         if run_id is not None:
             self.run_ids[index] = run_id
 
-    def run_record(self, index: int, overrides: Sequence[str]) -> RunRecord:
-        """Everything the record of run ``index`` needs but its outcome (the store must be open)."""
-        assert self.store is not None
+    def identity_tags(self, index: int) -> dict[str, str]:
+        """What identifies run ``index`` (run key, code and input fingerprints, classes), set when it is
+        claimed so that other sweeps find it."""
         cfg, inputs, code = self.cfgs[index], self.inputs[index], self.code[index]
         tags = {f"{TAG}run_key": self.keys[index], f"{TAG}sweep_id": self.sweep_id, f"{TAG}git_commit": git_commit(),
                 f"{TAG}version": schedlab_version(), CODE_TAG: code.digest, INPUTS_TAG: inputs.digest,
@@ -261,10 +378,19 @@ class SweepTracker:
             tags[INPUT_FILES_TAG] = inputs.manifest
         if code.manifest:
             tags[CODE_FILES_TAG] = code.manifest
+        return tags
+
+    def run_name(self, index: int) -> str:
+        return run_name(self.labels[index], self.cfgs[index], self.overrides[index], self.swept,
+                        seed=self.parts[index].workload.stochastic)
+
+    def run_record(self, index: int) -> RunRecord:
+        """Everything the record of run ``index`` needs but its outcome (the run must be claimed)."""
+        assert self.store is not None
+        cfg, label = self.cfgs[index], self.labels[index]
         location = StoreLocation.of(self.store.uri, self.experiment_name, self.store.artifact_root)
-        label = self.labels[index]
-        name = run_name(label, cfg, overrides, self.swept, seed=self.parts[index].workload.stochastic)
-        return RunRecord(location, cfg, tags, run_params(cfg, self.non_semantic(cfg), label), name)
+        return RunRecord(location, self.claims[index], cfg, self.identity_tags(index),
+                         run_params(cfg, self.non_semantic(cfg), label))
 
     @staticmethod
     def non_semantic(cfg: dict[str, Any]) -> tuple[str, ...]:

@@ -10,14 +10,21 @@ Each experiment is one ``python sweeps/run.py -m experiment=<name> [overrides]``
 composition, validation, resume (finished runs are skipped) and recording as any sweep. Extra
 arguments are Hydra overrides passed to every sweep; ``RAY_ADDRESS`` becomes
 ``hydra.launcher.address`` unless an override sets it. Stops at the first failing sweep.
+
+Ctrl-C (or SIGTERM, SIGHUP) stops the running sweep as Ctrl-C stops any sweep — it records what
+finished and shuts Ray down, within :data:`GRACE` seconds or a second Ctrl-C, else it is killed —
+and ends with one line, :data:`INTERRUPTED`, and exit status 130. Each sweep runs in its own process
+group, so a terminal's Ctrl-C reaches it once, from here, and never reaches Ray's workers.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import fnmatch
 import os
 import shlex
+import signal
 import subprocess
 import sys
 import time
@@ -25,6 +32,9 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
 RUN = REPO / "sweeps" / "run.py"
+INTERRUPTED = "interrupted: rerun make paper to resume (finished runs are kept)"
+#: seconds an interrupted sweep gets to record what finished and shut Ray down before it is killed
+GRACE = 60.0
 
 
 def experiments(conf_dir: Path, patterns: list[str]) -> list[str]:
@@ -48,6 +58,27 @@ def commands(names: list[str], overrides: list[str], environ: dict[str, str]) ->
     return [[sys.executable, str(RUN), "-m", f"experiment={name}", *extra, *overrides] for name in names]
 
 
+def run_sweep(command: list[str]) -> int:
+    """Run one sweep in its own process group; its exit status (128 + N when killed by signal N).
+
+    On Ctrl-C the sweep gets one SIGINT and :data:`GRACE` seconds; a second Ctrl-C or the end of
+    the grace kills its whole group. The interrupt is then raised again for the caller.
+    """
+    child = subprocess.Popen(command, stdin=subprocess.DEVNULL, process_group=0)
+    try:
+        code = child.wait()
+    except KeyboardInterrupt:
+        child.send_signal(signal.SIGINT)
+        try:
+            child.wait(timeout=GRACE)
+        except (subprocess.TimeoutExpired, KeyboardInterrupt):
+            with contextlib.suppress(ProcessLookupError):  # the group may be gone already
+                os.killpg(child.pid, signal.SIGKILL)
+            child.wait()
+        raise
+    return code if code >= 0 else 128 - code
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="sweeps/paper.py", description="run every paper_*.yaml experiment")
     p.add_argument("--only", action="append", default=[], metavar="GLOB",
@@ -58,16 +89,24 @@ def main(argv: list[str] | None = None) -> int:
     args = p.parse_args(argv)
     names = experiments(args.conf_dir, args.only)
     started = time.perf_counter()
-    for name, command in zip(names, commands(names, args.overrides, dict(os.environ)), strict=True):
-        print(f"== {name}: {shlex.join(command[1:])}", flush=True)
-        tic = time.perf_counter()
-        code = subprocess.run(command, check=False).returncode
-        print(f"== {name}: exit {code}, {time.perf_counter() - tic:.0f} s wall", flush=True)
-        if code:
-            return code
+    try:
+        for name, command in zip(names, commands(names, args.overrides, dict(os.environ)), strict=True):
+            print(f"== {name}: {shlex.join(command[1:])}", flush=True)
+            tic = time.perf_counter()
+            code = run_sweep(command)
+            if code == 128 + signal.SIGINT:  # the sweep itself was interrupted
+                raise KeyboardInterrupt
+            print(f"== {name}: exit {code}, {time.perf_counter() - tic:.0f} s wall", flush=True)
+            if code:
+                return code
+    except KeyboardInterrupt:
+        print(INTERRUPTED, file=sys.stderr, flush=True)
+        return 128 + signal.SIGINT
     print(f"== {len(names)} paper sweeps in {time.perf_counter() - started:.0f} s wall", flush=True)
     return 0
 
 
 if __name__ == "__main__":
+    for signum in (signal.SIGTERM, signal.SIGHUP):  # a cancelled job stops its sweep as Ctrl-C does
+        signal.signal(signum, signal.default_int_handler)
     sys.exit(main())

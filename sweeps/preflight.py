@@ -100,6 +100,7 @@ def _check_sqlite(uri: str) -> None:
     path = Path(uri.removeprefix("sqlite:///").split("?", 1)[0])
     _check_folder(path.parent, uri, create=False)  # SQLite writes its journal beside the file
     if not path.exists():
+        _probe_create(path.parent, uri)
         return
     try:
         db = sqlite3.connect(f"file:{path}?mode=rw", uri=True, timeout=PROBE_SECONDS)
@@ -115,6 +116,18 @@ def _check_sqlite(uri: str) -> None:
             return
         raise StoreUnusableError(f"cannot record to {uri}: {path} is not writable ({error}); make it writable "
                                  f"(chmod u+w {path}) or {ELSEWHERE}; nothing was run") from None
+
+
+def _probe_create(folder: Path, uri: str) -> None:
+    """Create and remove a file where the store will be: a folder that looks writable but is not a real
+    file system (``/proc``, ``/sys``) made MLflow retry for minutes."""
+    probe = folder / f".schedlab-probe-{os.getpid()}"
+    try:
+        probe.write_bytes(b"")
+        probe.unlink()
+    except OSError as error:
+        raise StoreUnusableError(f"cannot record to {uri}: cannot create a file in {folder} ({error.strerror}); "
+                                 f"{ELSEWHERE}; nothing was run") from None
 
 
 def _check_folder(folder: Path, what: str, create: bool = True) -> None:

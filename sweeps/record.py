@@ -1,7 +1,8 @@
 """The one way a run is recorded: a :class:`RunRecord` made on the driver, written where it is cheapest.
 
 The driver knows everything about a run's record except its outcome (run key, fingerprints, params,
-name); the worker that ran it knows the outcome. A Ray worker on the driver's machine writes the
+name) and claimed the run before it started (:mod:`sweeps.claims`: the MLflow run exists, RUNNING);
+the worker that ran it knows the outcome. A Ray worker on the driver's machine writes the
 record itself (the driver's CPU is then spent on planning, not on MLflow calls: ~40 ms per run, the
 limit of one driver); a worker elsewhere cannot see a SQLite store on the driver's disk, so it
 hands the outcome back and the driver writes the same record. Either way it is :meth:`RunRecord.write`.
@@ -17,8 +18,9 @@ from typing import Any
 from urllib.parse import urlparse
 
 from hydra_plugins.schedlab_ray_launcher.hooks import RunReport
+from sweeps.identity import Fingerprint, changed_files
 from sweeps.task import RunOutcome
-from sweeps.tracking import TAG, LoggedRun, open_store, semantic_config, to_yaml
+from sweeps.tracking import TAG, Claim, LoggedRun, open_store, semantic_config, to_yaml
 
 REMOTE_SCHEMES = ("http", "https")
 
@@ -64,20 +66,20 @@ class RunRecord:
     ``None``: the driver writes it)."""
 
     store: StoreLocation
+    claim: Claim
     cfg: dict[str, Any]
     tags: dict[str, str]
     params: dict[str, Any]
-    run_name: str
 
     def __call__(self, report: RunReport) -> str | None:
         if not self.store.reachable():
             return None
         return self.write(report.status, report.value if report.status == "FINISHED" else None, report.error,
-                          report.traceback, report.node_id, report.start_time, report.end_time, report.node_ip)
+                          report.traceback, report.node_id, report.end_time, report.node_ip)
 
     def write(self, status: str, outcome: RunOutcome | None, error: str | None, traceback: str | None, node: str,
-              start: float, end: float, node_ip: str = "") -> str:
-        """Log the ended run; its MLflow run id."""
+              end: float, node_ip: str = "") -> str:
+        """Log the ended run into its claim; its MLflow run id."""
         store = open_store(self.store.uri, self.store.experiment_name, self.store.artifact_root)
         tags = {**self.tags, f"{TAG}ray_node": node}
         if node_ip:
@@ -88,13 +90,37 @@ class RunRecord:
         params = dict(self.params)
         if outcome is not None:
             metrics = {**outcome.summary, "sim/seconds": outcome.seconds}
+            tags.update(read_inputs(self.tags, outcome.inputs))
             tags.update({f"{TAG}note.{k}": str(v) for k, v in outcome.notes.items()})
             if outcome.nodes_from_workload is not None:
                 params["cluster.nodes"] = outcome.nodes_from_workload  # the size the trace header gave
         return store.log(LoggedRun(
-            params=params, tags=tags, metrics=metrics, status=status, run_name=self.run_name, start_time=start,
-            end_time=end, config_yaml=to_yaml(self.cfg), tables=outcome.tables if outcome is not None else {},
-            files=outcome.files if outcome is not None else {}, traceback=traceback))
+            params=params, tags=tags, metrics=metrics, status=status, end_time=end, config_yaml=to_yaml(self.cfg),
+            tables=outcome.tables if outcome is not None else {}, files=outcome.files if outcome is not None else {},
+            traceback=traceback), self.claim)
+
+
+def read_inputs(planned: dict[str, str], read: dict[str, str]) -> dict[str, str]:
+    """The input tags of what a run read (``read``: sha256 by file name); when that is not what the sweep
+    planned with, the planned digest and the files that differ are kept beside them.
+
+    >>> planned = {"schedlab.inputs": Fingerprint({"a": "0" * 64}).digest}
+    >>> read_inputs(planned, {"a": "0" * 64})
+    {}
+    >>> sorted(read_inputs(planned, {"a": "1" * 64}))
+    ['schedlab.input_files', 'schedlab.inputs', 'schedlab.inputs_changed', 'schedlab.inputs_planned']
+    """
+    if not read:
+        return {}
+    now = Fingerprint(read)
+    if now.digest == planned.get(f"{TAG}inputs"):
+        return {}
+    tags = {f"{TAG}inputs": now.digest, f"{TAG}inputs_planned": planned.get(f"{TAG}inputs", "")}
+    if now.manifest:
+        tags[f"{TAG}input_files"] = now.manifest
+    changed = changed_files(planned.get(f"{TAG}input_files"), read)
+    tags[f"{TAG}inputs_changed"] = ", ".join(changed) if changed else "?"
+    return tags
 
 
 def run_params(cfg: dict[str, Any], non_semantic: Iterable[str], label: str) -> dict[str, Any]:

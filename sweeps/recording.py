@@ -93,7 +93,6 @@ class Recording(Callback):
     def __init__(self) -> None:
         self.tracker: Any = None  # a SweepTracker when this process runs the jobs itself
         self.skips = SKIPPED
-        self.started: dict[int, float] = {}
         self.single = False  # a single run (no -m): a failure ends the process with one line
 
     def on_run_start(self, config: DictConfig, **kwargs: Any) -> None:
@@ -139,9 +138,10 @@ class Recording(Callback):
         except InputError as error:
             abort(f"invalid configuration, nothing was run: {error}")
         reason = self.tracker.plan_configs({index: plain})[0]
+        if reason is None and self.tracker.store is not None:
+            reason = self.tracker.claim(index)
         if reason is not None:
             self.skips[index] = reason
-        self.started[index] = time.time()
 
     def on_job_end(self, config: DictConfig, job_return: JobReturn, **kwargs: Any) -> None:
         """Record the job's result (in-process jobs only); a job recorded before is not recorded again."""
@@ -156,17 +156,15 @@ class Recording(Callback):
             else:
                 print(f"{label}: already recorded, {reason}; not recorded again (sweep.force=true records a new run)")
             return
-        start, end = self.started.pop(index, time.time()), time.time()
+        end = time.time()
         if job_return.status == JobStatus.COMPLETED:
             outcome = job_return.return_value
-            self.tracker.record(index, "FINISHED", outcome, None, None, socket.gethostname(), start, end,
-                                job_return.overrides or [])
+            self.tracker.record(index, "FINISHED", outcome, None, None, socket.gethostname(), end)
             print(f"{label}: " + ", ".join(f"{k}={v:.6g}" for k, v in outcome.summary.items()))
         else:
             exc = job_return._return_value
             self.tracker.record(index, "FAILED", None, f"{type(exc).__name__}: {exc}",
-                                "".join(traceback.format_exception(exc)), socket.gethostname(), start, end,
-                                job_return.overrides or [])
+                                "".join(traceback.format_exception(exc)), socket.gethostname(), end)
         recorded = self.tracker.store is not None and index in self.tracker.run_ids
         if recorded:
             print(f"MLflow run {self.tracker.run_ids[index]} in {self.tracker.store.uri} "
@@ -178,7 +176,10 @@ class Recording(Callback):
             abort(f"the run failed: {error.splitlines()[0]} ({where})", code=1)
 
     def on_run_end(self, config: DictConfig, **kwargs: Any) -> None:
-        for line in self.tracker.notes() + self.tracker.where() if self.tracker is not None else []:
+        if self.tracker is None:
+            return
+        self.tracker.close()
+        for line in self.tracker.notes() + self.tracker.where():
             print(line)
 
     def on_multirun_end(self, config: DictConfig, **kwargs: Any) -> None:

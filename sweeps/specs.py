@@ -22,10 +22,12 @@ import numpy as np
 from sim.core import Cluster, InputError, Workload
 from sim.workflows.files import read_stream, write_stream
 from sim.workflows.generators import GENERATORS
+from sim.workflows.limits import MAX_TASKS, check_system
 from sim.workflows.mapreduce import MapReduceShape, mapreduce_stream
 from sim.workflows.stream import check_stream, workflow_stream
 from sim.workflows.wfformat import wfformat_stream
 from sim.workloads import FORMATS, load_trace, synthetic_hpc
+from sim.workloads.errors import check_rate
 from sim.workloads.multires import multires_cluster, multires_workload
 
 TRACE_SOURCES = (
@@ -97,6 +99,7 @@ class SyntheticHpc:
         if not _positive(self.arrival_rate):
             raise InputError(f"workload.arrival_rate must be a positive number of jobs per second, "
                              f"got {self.arrival_rate!r}")
+        check_rate(self.jobs, self.arrival_rate, "workload.arrival_rate")
         if not _positive(self.estimate_factor_max) or self.estimate_factor_max < 1:
             raise InputError(f"workload.estimate_factor_max must be ≥ 1, got {self.estimate_factor_max!r}")
 
@@ -205,6 +208,7 @@ class SlottedCluster:
             value = getattr(self, name)
             if not isinstance(value, int) or isinstance(value, bool) or value <= 0:
                 raise InputError(f"cluster.{name} must be a positive integer, got {value!r}")
+        check_system(self.m, self.c_r, "cluster.")
 
     def build(self, workload_nodes: int | None = None) -> Cluster:
         return Cluster.slotted(self.m, self.c_r)
@@ -261,8 +265,8 @@ class WorkflowStream(_StreamParams):
         super().__post_init__()
         if self.type not in GENERATORS:
             raise InputError(f"workload.type must be one of {', '.join(GENERATORS)}, got {self.type!r}")
-        if not isinstance(self.n, int) or isinstance(self.n, bool):
-            raise InputError(f"workload.n must be an integer task count, got {self.n!r}")
+        if not isinstance(self.n, int) or isinstance(self.n, bool) or self.n > MAX_TASKS:
+            raise InputError(f"workload.n must be an integer task count ≤ {MAX_TASKS:,}, got {self.n!r}")
         GENERATORS[self.type](np.random.default_rng(0), self.n)  # n too small → InputError
 
     def build(self, rng: np.random.Generator, cluster: Cluster | None) -> Workload:

@@ -24,6 +24,7 @@ from sim.engine import OversizedJobError
 from sim.policies.base import EngineView
 from sim.policies.loading import build_policy
 from sim.run import check_kind, run
+from sweeps.identity import sha256_file
 from sweeps.specs import TRACE_SOURCES, slotted_shape
 
 #: The artifact holding a run's drawn workflow stream (``workload.save_stream=true``).
@@ -48,6 +49,8 @@ class RunOutcome:
     files: dict[str, bytes] = field(default_factory=dict)
     #: the machine's node count when the workload sized it (``cluster=from_trace``), else ``None``
     nodes_from_workload: int | None = None
+    #: sha256 of each input file as this run read it (by the user's name of the file)
+    inputs: dict[str, str] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -102,11 +105,19 @@ def _check_fit(policy: Any, cluster: Cluster) -> None:
 
 
 def run_one(cfg: dict[str, Any]) -> RunOutcome:
-    """Simulate one run; the workload depends only on ``seed`` and the workload config."""
+    """Simulate one run; the workload depends only on ``seed`` and the workload config.
+
+    The input files are hashed here, where they are read: before and after the workload reads them, so
+    the digest recorded is that of the bytes parsed (a file that changes while it is read fails the run)."""
     parts = prepare(cfg)
     tic = time.perf_counter()
     cluster = parts.cluster.build() if parts.cluster.fixed else None
+    files = parts.workload.input_files()
+    read = file_digests(files)
     workload = parts.workload.build(np.random.default_rng(parts.seed), cluster)
+    if files and file_digests(files) != read:
+        changed = sorted(name for name, digest in file_digests(files).items() if read.get(name) != digest)
+        raise InputError(f"input file {', '.join(changed)} changed while this run read it; rerun the sweep")
     sized = None if cluster else workload.default_nodes
     cluster = cluster or parts.cluster.build(workload.default_nodes)
     policy = _instantiate("policy", cfg, weights=getattr(workload, "weights", None))
@@ -117,9 +128,20 @@ def run_one(cfg: dict[str, Any]) -> RunOutcome:
         raise InputError(error.describe(workload.source, workload.lines.get(error.job_id), fix)) from None
     seconds = time.perf_counter() - tic
     saves = getattr(parts.workload, "save_stream", False)
-    files = {STREAM_ARTIFACT: _stream_bytes(parts.workload, workload, cluster)} if saves else {}
-    return RunOutcome(summary=done.summary, tables=done.tables, notes=done.notes, seconds=seconds, files=files,
-                      nodes_from_workload=sized)
+    return RunOutcome(summary=done.summary, tables=done.tables, notes=done.notes, seconds=seconds,
+                      files={STREAM_ARTIFACT: _stream_bytes(parts.workload, workload, cluster)} if saves else {},
+                      nodes_from_workload=sized, inputs=read)
+
+
+def file_digests(files: dict[str, Path]) -> dict[str, str]:
+    """sha256 of each file, read now (by the user's name of the file)."""
+    return {name: sha256_file(path) for name, path in files.items()}
+
+
+def check_inputs(parts: RunParts) -> None:
+    """Read a run's input files as the worker will (its workload built once, with seed 0): a bad line of a
+    trace stops the sweep on the driver, before Ray starts, instead of failing every run in a worker."""
+    parts.workload.build(np.random.default_rng(0), parts.cluster.build() if parts.cluster.fixed else None)
 
 
 def _stream_bytes(spec: Any, workload: Any, cluster: Cluster) -> bytes:

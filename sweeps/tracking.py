@@ -1,7 +1,7 @@
 """MLflow bookkeeping: run keys, params, one logged run per result (:mod:`sweeps.record` says where).
 
-Several processes creating one SQLite store at once corrupt its schema, so only the driver opens a
-store first (it plans the sweep against it before any worker starts); workers open it after.
+Several processes creating one SQLite store at once corrupt its schema: a store is opened under a file
+lock beside it (:func:`store_lock`), so two sweeps starting together on a new store both work.
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ import sqlite3
 import subprocess
 import tempfile
 import time
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from functools import cache
 from pathlib import Path
@@ -107,14 +107,20 @@ class LoggedRun:
     tags: dict[str, str]
     metrics: dict[str, float]
     status: str
-    run_name: str
-    start_time: float
     end_time: float
     config_yaml: str
     tables: dict[str, dict[str, list[Any]]] = field(default_factory=dict)
     #: further artifact files, name → content (e.g. the drawn ``workflow_stream.json``)
     files: dict[str, bytes] = field(default_factory=dict)
     traceback: str | None = None
+
+
+@dataclass(frozen=True)
+class Claim:
+    """A run created RUNNING before it runs (:mod:`sweeps.claims`): its record is written into it."""
+
+    run_id: str
+    artifact_uri: str
 
 
 class MlflowStore:
@@ -124,39 +130,51 @@ class MlflowStore:
         from mlflow.tracking import MlflowClient
 
         self.uri, self.artifact_root = uri, artifact_root
-        self.client = MlflowClient(tracking_uri=uri)
-        experiment = self.client.get_experiment_by_name(experiment_name)
-        if uri.startswith("sqlite:///"):
-            use_wal(uri.removeprefix("sqlite:///"))
-        if experiment is None:
-            location = None
-            if artifact_root:
-                location = (Path(artifact_root) / experiment_name.replace("/", "_")).resolve().as_uri()
-            self.experiment_id = self.client.create_experiment(experiment_name, artifact_location=location)
-            self._drop_empty_default()
-        else:
-            self.experiment_id = experiment.experiment_id
+        with store_lock(uri):  # two processes creating one SQLite store's schema at once break it
+            self.client = MlflowClient(tracking_uri=uri)
+            self.client.search_experiments(max_results=1)  # MLflow creates (or migrates) the schema here
+            if uri.startswith("sqlite:///"):
+                use_wal(uri.removeprefix("sqlite:///"))
+            self.experiment_id = self._experiment(experiment_name, artifact_root)
 
-    def _drop_empty_default(self) -> None:
+    def _experiment(self, name: str, artifact_root: str | None) -> str:
+        """The experiment's id, creating it if needed (another process may create it at the same moment)."""
+        from mlflow.exceptions import MlflowException
+
+        experiment = self.client.get_experiment_by_name(name)
+        if experiment is not None:
+            return experiment.experiment_id
+        location = (Path(artifact_root) / name.replace("/", "_")).resolve().as_uri() if artifact_root else None
+        try:
+            created = self.client.create_experiment(name, artifact_location=location)
+        except MlflowException as error:
+            if error.error_code != "RESOURCE_ALREADY_EXISTS":
+                raise
+            return self.client.get_experiment_by_name(name).experiment_id
+        self._drop_empty_default(created)
+        return created
+
+    def _drop_empty_default(self, experiment_id: str) -> None:
         """A new store starts with MLflow's "Default" experiment (id 0); schedlab never uses it, so an
         empty one is deleted rather than shown in the UI's experiment list."""
         from mlflow.exceptions import MlflowException
 
         try:
-            default = self.client.get_experiment("0") if self.experiment_id != "0" else None
+            default = self.client.get_experiment("0") if experiment_id != "0" else None
         except MlflowException:  # a server whose store has no experiment 0
             return
         if default is not None and default.name == "Default" and default.lifecycle_stage == "active" \
                 and not self.client.search_runs(["0"], max_results=1):
             self.client.delete_experiment("0")
 
-    def runs_by_key(self) -> dict[str, list[Any]]:
-        """Every run of the experiment that has a run key, grouped by key (one paged search)."""
+    def runs_by_key(self, key: str | None = None) -> dict[str, list[Any]]:
+        """Every run of the experiment that has a run key (or the key ``key``), grouped by key (one paged search)."""
         found: dict[str, list[Any]] = {}
         token = None
+        where = f"tags.`{TAG}run_key` = '{key}'" if key else f"tags.`{TAG}run_key` != ''"
         while True:
-            page = locked_retry(self.client.search_runs, [self.experiment_id],
-                                filter_string=f"tags.`{TAG}run_key` != ''", max_results=1000, page_token=token)
+            page = locked_retry(self.client.search_runs, [self.experiment_id], filter_string=where,
+                                max_results=1000, page_token=token)
             for run in page:
                 found.setdefault(run.data.tags[f"{TAG}run_key"], []).append(run)
             token = page.token
@@ -166,29 +184,74 @@ class MlflowStore:
     def mark_killed(self, run_id: str) -> None:
         locked_retry(self.client.set_terminated, run_id, status="KILLED")
 
-    def log(self, run: LoggedRun) -> str:
-        """Create the run, log its params, metrics and tags in one batch, upload its files, then end it
-        (FINISHED last, so a crash mid-way leaves a RUNNING run that the next sweep marks KILLED, never a
-        false FINISHED). Three store calls and one artifact upload, each retried while SQLite says another
-        writer holds the lock."""
-        from mlflow.entities import Metric, Param
+    def run(self, run_id: str) -> Any:
+        return locked_retry(self.client.get_run, run_id)
+
+    def status(self, run_id: str) -> str:
+        return self.run(run_id).info.status
+
+    def claim(self, tags: dict[str, str], run_name: str) -> Claim:
+        """Create the run, RUNNING, before it runs."""
+        created = locked_retry(self.client.create_run, self.experiment_id, tags=tags, run_name=run_name)
+        return Claim(created.info.run_id, created.info.artifact_uri)
+
+    def withdraw(self, run_id: str) -> None:
+        """Delete a claim another sweep won (it never ran)."""
+        locked_retry(self.client.delete_run, run_id)
+
+    def sweeps(self) -> dict[str, str]:
+        """The experiment's tags, where running sweeps keep their heartbeats (:mod:`sweeps.claims`)."""
+        return dict(locked_retry(self.client.get_experiment, self.experiment_id).tags)
+
+    def set_sweep_tag(self, key: str, value: str | None) -> None:
+        """Set (or, ``None``, delete) an experiment tag."""
+        if value is None:
+            with contextlib.suppress(Exception):  # gone already
+                locked_retry(self.client.delete_experiment_tag, self.experiment_id, key)
+        else:
+            locked_retry(self.client.set_experiment_tag, self.experiment_id, key, value)
+
+    def log(self, run: LoggedRun, claim: Claim) -> str:
+        """Log the ended run into its claim: params, metrics and tags in one batch, its files, then its end
+        status (FINISHED last, so a crash mid-way leaves the claim RUNNING for the next sweep to take over,
+        never a false FINISHED). A claim that is no longer RUNNING was recorded already (a Ray retry of a
+        run whose worker died after recording it) or taken over by a later sweep: left as it is. Each
+        store call is retried while SQLite says another writer holds the lock."""
+        from mlflow.entities import Metric, Param, RunTag
         from mlflow.store.artifact.artifact_repository_registry import get_artifact_repository
 
-        created = locked_retry(self.client.create_run, self.experiment_id, start_time=int(run.start_time * 1000),
-                               tags=run.tags, run_name=run.run_name)
-        run_id = created.info.run_id
+        if self.status(claim.run_id) != "RUNNING":
+            return claim.run_id
         now = int(time.time() * 1000)
-        locked_retry(self.client.log_batch, run_id,
+        locked_retry(self.client.log_batch, claim.run_id,
                      metrics=[Metric(k, float(v), now, 0) for k, v in run.metrics.items()],
-                     params=[Param(k, param_value(v)) for k, v in run.params.items()])
+                     params=[Param(k, param_value(v)) for k, v in run.params.items()],
+                     tags=[RunTag(k, v) for k, v in run.tags.items()])
         with tempfile.TemporaryDirectory(prefix="schedlab-") as tmp:
             write_artifacts(Path(tmp), run)
-            # the run's artifact repository, resolved as the client does but without its get_run query for
-            # the location create_run gave (3.5 → 0.4 ms of a tiny run's ~30 ms of logging, measured)
-            repository = get_artifact_repository(created.info.artifact_uri, tracking_uri=self.uri)
+            # the run's artifact repository, resolved as the client does but without its get_run query
+            repository = get_artifact_repository(claim.artifact_uri, tracking_uri=self.uri)
             locked_retry(repository.log_artifacts, tmp)
-        locked_retry(self.client.set_terminated, run_id, status=run.status, end_time=int(run.end_time * 1000))
-        return run_id
+        locked_retry(self.client.set_terminated, claim.run_id, status=run.status, end_time=int(run.end_time * 1000))
+        return claim.run_id
+
+
+@contextlib.contextmanager
+def store_lock(uri: str) -> Iterator[None]:
+    """An exclusive file lock beside a SQLite store (``mlflow.db.lock``) while a process opens it: the first
+    one creates its schema, the others wait (two sweeps starting at once broke a new store, issue 26)."""
+    if not uri.startswith("sqlite:///"):
+        yield
+        return
+    import fcntl
+
+    lock = Path(uri.removeprefix("sqlite:///").split("?", 1)[0] + ".lock")
+    with lock.open("a") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
 
 
 #: attempts and first backoff (seconds, doubling) of :func:`locked_retry`

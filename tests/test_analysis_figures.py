@@ -91,7 +91,8 @@ def test_metric_vs_factor_numeric_categorical_and_faceted(design: pd.DataFrame, 
 
 def test_wait_ecdf(tmp_path: Path) -> None:
     schedule = list_schedule([(float(i), 1 + i % 8, 20.0) for i in range(60)], 8)
-    waits = pd.concat([schedule.assign(policy=p, rate=r) for p in ("easy", "conservative") for r in (1, 2)])
+    waits = pd.concat([schedule.assign(policy=p, rate=r, run=f"{p}{r}") for p in ("easy", "conservative")
+                       for r in (1, 2)])
     assert_figure_files(plot_wait_ecdf(waits, "policy", tmp_path, "ecdf", facet="rate"))
 
 
@@ -138,8 +139,8 @@ def test_times_keep_the_tables_unit_and_paths_their_short_names(drawn: list, tmp
 
 
 def test_wait_ecdf_panels_have_their_own_axis_and_factor_titles(drawn: list, tmp_path: Path) -> None:
-    short = list_schedule([(float(i), 1, 1.0) for i in range(20)], 8).assign(trace="a/short.swf")
-    long = list_schedule([(0.0, 8, 5000.0)] * 5, 8).assign(trace="a/long.swf")
+    short = list_schedule([(float(i), 1, 1.0) for i in range(20)], 8).assign(trace="a/short.swf", run="s")
+    long = list_schedule([(0.0, 8, 5000.0)] * 5, 8).assign(trace="a/long.swf", run="l")
     plot_wait_ecdf(pd.concat([short, long]).assign(policy="easy"), "policy", tmp_path, "e", facet="trace")
     axes = drawn[0].axes
     assert sorted(ax.get_title() for ax in axes) == ["trace = long", "trace = short"]

@@ -10,7 +10,9 @@ import contextlib
 import os
 import re
 import shutil
+import signal
 import subprocess
+import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -18,7 +20,18 @@ from pathlib import Path
 import pytest
 from mlflow.tracking import MlflowClient
 
-from tests.test_sweeps import ENV, free_port, runs, sqlite_uri, sweep, two_node_cluster  # noqa: F401
+from tests.test_sweeps import (  # noqa: F401 (two_node_cluster: a fixture)
+    ENV,
+    RUN,
+    SMALL,
+    descendants,
+    free_port,
+    kill_tree,
+    runs,
+    sqlite_uri,
+    sweep,
+    two_node_cluster,
+)
 
 TINY = ["workload.jobs=20", "seed=1"]
 BOUND = 30.0  # seconds, the issue's limit; every case here needs no Ray, so it is mostly Python start-up
@@ -74,6 +87,64 @@ def test_tracking_server_down(tmp_path: Path) -> None:
     out = fails_fast(tmp_path, "tracking=server", f"tracking.uri={uri}", bound=15,
                      message=f"the MLflow tracking server {uri} is not reachable")
     assert "tracking=sqlite" in out and "mlflow server --host 127.0.0.1" in out
+
+
+def test_a_killed_driver_takes_its_local_ray_with_it(tmp_path: Path) -> None:
+    """SIGKILL the driver mid-sweep: the GCS, raylet and agents it started end within seconds (they
+    outlived it by 1–2 minutes before the reaper, ``hydra_plugins/schedlab_ray_launcher/_reaper.py``)."""
+    args = [sys.executable, str(RUN), "-m", *SMALL, "workload.jobs=6000", "workload.arrival_rate=0.05",
+            "policy=conservative", "seed=range(0,6)", "hydra.launcher.progress=false"]
+    driver = subprocess.Popen(args, cwd=tmp_path, env=ENV, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        deadline, ours = time.monotonic() + 90, {}
+        while time.monotonic() < deadline and driver.poll() is None:
+            below = descendants(driver.pid)
+            ours = {pid: cmd for pid, cmd in below.items() if "session_" in cmd}
+            if any("raylet" in c for c in ours.values()) and any(c.startswith("ray::_execute") for c in below.values()):
+                break
+            time.sleep(0.2)
+        assert any("raylet" in c for c in ours.values()), "the sweep never started running"
+        os.kill(driver.pid, signal.SIGKILL)
+        deadline = time.monotonic() + 20
+        while time.monotonic() < deadline and any(Path(f"/proc/{pid}").exists() for pid in ours):
+            time.sleep(0.2)
+        assert not [cmd for pid, cmd in ours.items() if Path(f"/proc/{pid}").exists()]
+    finally:
+        kill_tree(driver.pid)
+        for pid in ours:
+            with contextlib.suppress(OSError):
+                os.kill(pid, signal.SIGKILL)
+
+
+def test_a_raylet_killed_mid_sweep_is_one_schedlab_line(tmp_path: Path) -> None:
+    """Ray ends the driver from C++ when its raylet dies (no Python ``finally`` runs); the reaper says
+    why in one line, and the runs recorded before are kept for the resume."""
+    args = [sys.executable, str(RUN), "-m", *SMALL, "workload.jobs=6000", "workload.arrival_rate=0.05",
+            "policy=conservative", "seed=range(0,6)", "hydra.launcher.progress=false"]
+    driver = subprocess.Popen(args, cwd=tmp_path, env=ENV, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    try:
+        deadline = time.monotonic() + 90
+        while time.monotonic() < deadline and driver.poll() is None:
+            below = descendants(driver.pid)
+            if any(c.startswith("ray::_execute") for c in below.values()):
+                break
+            time.sleep(0.2)
+        raylets = [pid for pid, cmd in below.items() if cmd.split(" ", 1)[0].endswith("raylet")]
+        assert raylets, "the sweep never started running"
+        os.kill(raylets[0], signal.SIGKILL)
+        out, _ = driver.communicate(timeout=120)
+    finally:
+        kill_tree(driver.pid)
+    assert driver.returncode != 0
+    assert out.count("schedlab: the local Ray instance died under the sweep") == 1, out[-3000:]
+    assert "Traceback" not in out
+    assert {r.info.status for r in runs(sqlite_uri(tmp_path))} <= {"FINISHED", "RUNNING", "FAILED"}
+
+
+def test_store_in_a_folder_that_is_not_a_file_system(tmp_path: Path) -> None:
+    """``/proc`` looks writable to root, yet nothing can be created there (MLflow retried for minutes)."""
+    fails_fast(tmp_path, "tracking.uri=sqlite:////proc/schedlab.db", bound=15,
+               message="cannot record to sqlite:////proc/schedlab.db: cannot create a file in /proc")
 
 
 @contextlib.contextmanager

@@ -36,6 +36,7 @@ from hydra_plugins.schedlab_ray_launcher.sweeper import SchedlabSweeper
 from sweeps.record import RunRecord, StoreLocation
 from sweeps.run import main
 from sweeps.task import RunOutcome
+from sweeps.tracking import Claim
 from tests.test_sweeps import RUN, SYNTH, runs
 
 
@@ -186,7 +187,7 @@ class BrokenStoreHook(RefusingHook):
         return None
 
     def recorder(self, run: PlannedRun) -> RunRecord:
-        return RunRecord(StoreLocation.of(f"sqlite:///{self.db}", "x", None), {}, {}, {}, "r")
+        return RunRecord(StoreLocation.of(f"sqlite:///{self.db}", "x", None), Claim("r", "file:///nowhere"), {}, {}, {})
 
 
 @pytest.mark.usefixtures("hydra_restore_singletons")

@@ -82,8 +82,9 @@ def drive(override_lists: list[list[str]], sweep: DictConfig | None = None) -> t
     decisions = tracker.plan_configs(plain)
     for index, reason in enumerate(decisions):
         if reason is None:
-            outcome = task.run_one(plain[index])
-            tracker.record(index, "FINISHED", outcome, None, None, "test", 0.0, 1.0, override_lists[index])
+            assert tracker.claim(index) is None
+            tracker.record(index, "FINISHED", task.run_one(plain[index]), None, None, "test", 1.0)
+    tracker.close()
     return decisions, tracker
 
 
@@ -250,7 +251,8 @@ def in_process_job(tracker: SweepTracker, index: int, overrides: list[str]) -> s
     tracker.check(index, plain, group_choices(cfg), overrides)
     decision = tracker.plan_configs({index: plain})[0]
     if decision is None:
-        tracker.record(index, "FINISHED", task.run_one(plain), None, None, "test", 0.0, 1.0, overrides)
+        assert tracker.claim(index) is None
+        tracker.record(index, "FINISHED", task.run_one(plain), None, None, "test", 1.0)
     return decision
 
 
@@ -266,13 +268,15 @@ def test_each_in_process_run_is_recorded_in_its_own_experiment(conf: None, trace
 
 def test_in_process_jobs_search_the_store_once_per_sweep(conf: None, trace_dir: Path) -> None:
     """Hydra's basic launcher plans its jobs one at a time: the tracker searches a store's runs once per
-    sweep (each job searching again made a resume quadratic in N), and a second sweep still skips them all."""
+    sweep (each job searching again made a resume quadratic in N), and a second sweep still skips them all.
+    A run it claims looks up its own key alone (one indexed search per run run)."""
     jobs = trace_runs(trace_dir, policies=("easy", "fcfs", "conservative"))
     for sweep_number in (1, 2):
         tracker = SweepTracker(summary=False)
         search_runs = mock.patch.object(MlflowStore, "runs_by_key", autospec=True, side_effect=MlflowStore.runs_by_key)
         with search_runs as search:
             decisions = [in_process_job(tracker, index, overrides) for index, overrides in enumerate(jobs)]
-        assert search.call_count == 1
+        whole = [call for call in search.call_args_list if len(call.args) == 1 and not call.kwargs]
+        assert len(whole) == 1 and search.call_count == 1 + (len(jobs) if sweep_number == 1 else 0)
         assert [d is None for d in decisions] == [sweep_number == 1] * len(jobs)
     assert len(runs(sqlite_uri(trace_dir), EXPERIMENT)) == len(jobs)

@@ -171,6 +171,7 @@ def test_resume_after_killed_driver_runs_only_missing(tmp_path: Path) -> None:
     keys = [r.data.tags["schedlab.run_key"] for r in found]
     assert len(keys) == 8 and len(set(keys)) == 8  # all there, no duplicates
     assert f"{8 - done_before} done, 0 failed, {done_before} skipped" in proc.stdout
+    assert "left RUNNING by a sweep that died: marked KILLED and run again" in proc.stdout  # its dead claims
 
     # sweep.force reruns a finished run; same seed ⇒ identical metrics in another process and sweep
     forced = sweep(tmp_path, *RESUME, "seed=5", "sweep.force=true")

@@ -278,20 +278,20 @@ def _one_ray(launcher: Any, first_round: Callable[[], Sequence[Any]]) -> Iterato
     if not isinstance(launcher, RayLauncher):
         yield
         return
-    import ray
 
     from hydra_plugins.schedlab_ray_launcher import _core as ray_core
 
     options = launcher.options
     address = ray_core._preflight(options)
-    if options.get("hook") is not None:
-        options["hook"].validate(launcher.config, first_round())
-    started = ray_core._connect(options, address)
+    hook = options.get("hook")
+    if hook is not None:
+        hook.validate(launcher.config, first_round())
+    started = ray_core._connect(options, address, hook.runtime_env() if hook is not None else {})
     try:
         yield
     finally:
         if started:
-            ray.shutdown()
+            ray_core.shutdown()
 
 
 def _per_metric(value: Any, metric: str, name: str) -> float | None:

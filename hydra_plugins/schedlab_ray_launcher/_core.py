@@ -22,6 +22,7 @@ from omegaconf import DictConfig, ListConfig, OmegaConf, open_dict, read_write
 from hydra_plugins.schedlab_ray_launcher import _checks
 from hydra_plugins.schedlab_ray_launcher._compose import CachingConfigLoader, Recipe, task_config
 from hydra_plugins.schedlab_ray_launcher._progress import Progress, print_summary
+from hydra_plugins.schedlab_ray_launcher._reaper import Reaper
 from hydra_plugins.schedlab_ray_launcher.hooks import (
     NullHook,
     PlannedRun,
@@ -229,8 +230,10 @@ def _connect(options: dict[str, Any], address: str | None, runtime_env: dict[str
         local = dict(options.get("local") or {})
         num_cpus = local.pop("num_cpus", None) or _checks.machine_cpus()
         print(f"starting a local Ray instance ({num_cpus} CPU{'s' if num_cpus != 1 else ''})…", flush=True)
-        _init("could not start a local Ray instance", address="local", num_cpus=num_cpus,
-              **{k: v for k, v in local.items() if v is not None}, **extra)
+        context = _init("could not start a local Ray instance", address="local", num_cpus=num_cpus,
+                        **{k: v for k, v in local.items() if v is not None}, **extra)
+        global _REAPER
+        _REAPER = Reaper(context.address_info["session_dir"])  # the instance ends with this process, even killed
         return True
     print(f"connecting to Ray at {address}…", flush=True)
     _init(f"could not join the Ray cluster at {address} (hydra.launcher.address)", address=address, **extra)
@@ -242,11 +245,21 @@ def _connect(options: dict[str, Any], address: str | None, runtime_env: dict[str
     return True
 
 
-def _init(what: str, **kwargs: Any) -> None:
-    """``ray.init(**kwargs)``; Ray's own failure to start or join (a node timing out on an overloaded
-    machine, a cluster refusing the driver) stops the sweep with one line instead of a traceback."""
+_REAPER: Reaper | None = None  # of the local instance this process started
+
+
+def shutdown() -> None:
+    """``ray.shutdown()``, telling the local instance's reaper that its end is no failure."""
+    if _REAPER is not None:
+        _REAPER.released()
+    ray.shutdown()
+
+
+def _init(what: str, **kwargs: Any) -> Any:
+    """``ray.init(**kwargs)``, its context; Ray's own failure to start or join (a node timing out on an
+    overloaded machine, a cluster refusing the driver) stops the sweep with one line instead of a traceback."""
     try:
-        ray.init(**kwargs)
+        return ray.init(**kwargs)
     except Exception as error:  # Ray raises a bare Exception for start-up timeouts
         ray.shutdown()  # whatever half started
         reason = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
@@ -275,7 +288,7 @@ def _plan_and_run(options: dict[str, Any], address: str | None, task_function: T
     finally:
         if started:
             tic = time.perf_counter()
-            ray.shutdown()
+            shutdown()
             timings["ray_stop"] = time.perf_counter() - tic
 
 
@@ -318,7 +331,6 @@ def _run_on_ray(options: dict[str, Any], task_function: TaskFunction, hydra_cont
     shared = [ray.put((task_function, hydra_context.callbacks, Singleton.get_state(), config))]  # a list: not resolved
     bases: dict[tuple[str, ...], ray.ObjectRef] = {}  # shape → its composition, once in the object store
     log.info(f"Launching {len(todo)} jobs on Ray ({slots} slots)")
-    recorder = getattr(hook, "recorder", None)  # optional: hooks written before it have none
     pending = list(reversed(todo))
     in_flight: dict[ray.ObjectRef, PlannedRun] = {}
     progress = Progress(len(todo), stats, enabled=bool(options.get("progress", True)))
@@ -328,7 +340,13 @@ def _run_on_ray(options: dict[str, Any], task_function: TaskFunction, hydra_cont
         while pending or in_flight:
             while pending and len(in_flight) < limit:
                 run = pending.pop()
-                record = recorder(run) if recorder is not None else None
+                skip = hook.start(run)
+                if skip is not None:  # e.g. another sweep started it meanwhile
+                    returns[run.index] = _skipped_return(run, skip)
+                    stats.skipped += 1
+                    progress.advance()
+                    continue
+                record = hook.recorder(run)
                 if run.recipe is not None:  # the worker composes it from its shape's composition
                     if run.recipe.shape not in bases:
                         bases[run.recipe.shape] = ray.put(hydra_context.config_loader.base(config, run.recipe))
@@ -340,6 +358,8 @@ def _run_on_ray(options: dict[str, Any], task_function: TaskFunction, hydra_cont
                 job = pickle.dumps((config_or_recipe, run.index, record, run.plain), protocol=pickle.HIGHEST_PROTOCOL)
                 in_flight[remote.remote(shared, job, base, str(sweep_dir))] = run
             progress.update(running=min(len(in_flight), slots))
+            if not in_flight:  # every run left was skipped as it was submitted
+                continue
             ready, _ = ray.wait(list(in_flight), num_returns=1)
             for ref in ready:
                 run = in_flight.pop(ref)

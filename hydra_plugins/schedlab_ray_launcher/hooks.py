@@ -111,6 +111,11 @@ class SweepHook(Protocol):
         is skipped, Ray is never started)."""
         ...
 
+    def start(self, run: PlannedRun) -> str | None:
+        """Called as ``run`` is submitted: ``None`` to start it, or why it must not start after all (e.g.
+        another sweep claimed it meanwhile; the launcher counts it skipped)."""
+        ...
+
     def recorder(self, run: PlannedRun) -> Callable[[RunReport], Any] | None:
         """Optional work for the worker once ``run`` ended (called as it is submitted): a picklable
         callable given the run's report there (its ``run`` is ``None``); what it returns reaches
@@ -141,6 +146,9 @@ class NullHook:
 
     def plan(self, runs: Sequence[PlannedRun]) -> Sequence[str | None]:
         return [None] * len(runs)
+
+    def start(self, run: PlannedRun) -> None:
+        return None
 
     def recorder(self, run: PlannedRun) -> None:
         return None

@@ -15,6 +15,8 @@ its tasks running at t and ``C`` is the cluster's total capacity; ``w_u`` is the
   reflects how much work each user brought, since every task runs eventually;
 * ``wait/<user>/mean`` — the user's mean of start − submit.
 
+Over a span of 0 (every task took no time) the shares and ``fairness/jain_mean`` are NaN, not 0.
+
 Utilisation per resource and the overall waits are :func:`sim.metrics.summarize`'s (one definition).
 """
 
@@ -137,7 +139,7 @@ def fairness_summary(result: SimulationResult, weights: Mapping[str, float] | No
             since[u], held[u] = time, shares[u]
         segment_jain = jain_index([shares[u] / w[u] for u in backlogged]) if len(backlogged) >= 2 else None
         previous = time
-    mean_share = np.array(area) / span if span > 0 else np.zeros(len(users))
+    mean_share = np.array(area) / span if span > 0 else np.full(len(users), np.nan)
     summary: dict[str, float] = {f"share/{u}/mean": float(s) for u, s in zip(users, mean_share, strict=True)}
     summary["fairness/jain"] = jain_area / jain_time if jain_time > 0 else 1.0
     summary["fairness/jain_mean"] = jain_index((mean_share / np.array(w)).tolist())

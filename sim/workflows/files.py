@@ -4,6 +4,7 @@
 "tasks": [{"id", "runtime", "parents": [...]}]}]}`` — job ids 0..J−1 in arrival order, task ids
 0..n−1 local to their job (parents name task ids of the same job). ``m`` × ``c_r`` is the system
 the deadlines were drawn for; SET^R is recomputed on it (or on the m, c_r the reader is given).
+Values beyond :mod:`sim.workflows.limits` (m, c_r, tasks per job, times above 1e10 s) are refused.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from sim.core import InputError, Workflow, Workload
+from sim.workflows.limits import check_system
 from sim.workflows.stream import make_workflow
 
 
@@ -67,6 +69,7 @@ def read_stream(path: str | Path, machines: int | None = None, slots: int | None
     if not isinstance(data, dict):
         raise InputError(f"{path}: expected a JSON object with m, c_r and jobs")
     m, c_r = (_count(path, data, key) for key in ("m", "c_r"))
+    check_system(m, c_r, f"{path}: ", "'")
     jobs = data.get("jobs")
     if not isinstance(jobs, list) or not jobs:
         raise InputError(f"{path}: 'jobs' must be a non-empty list of jobs")

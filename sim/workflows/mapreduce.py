@@ -23,6 +23,7 @@ import numpy as np
 
 from sim.core import InputError, Workload
 from sim.workflows.generators import Dag
+from sim.workflows.limits import MAX_SECONDS, MAX_TASKS
 from sim.workflows.stream import open_stream
 
 
@@ -43,6 +44,12 @@ class MapReduceShape:
                     or not 1 <= value[0] <= value[1]):
                 raise InputError(f"workload.{name} must be [lo, hi] with integers 1 ≤ lo ≤ hi, got {value!r}")
             object.__setattr__(self, name, (int(value[0]), int(value[1])))
+        if self.maps[1] + self.reduces[1] > MAX_TASKS:
+            raise InputError(f"workload.maps and workload.reduces allow {self.maps[1] + self.reduces[1]:,} tasks per "
+                             f"job; at most {MAX_TASKS:,} (sim.workflows.limits)")
+        for name in ("map_time", "reduce_time"):
+            if getattr(self, name)[1] > MAX_SECONDS:
+                raise InputError(f"workload.{name} must stay within {MAX_SECONDS:g} s, got {getattr(self, name)!r}")
 
     def mean_work(self) -> float:
         """E[work] in slot-seconds (the counts and times are independent).

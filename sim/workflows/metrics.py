@@ -12,7 +12,9 @@ Over the workflows after the warm-up prefix (the first ``warmup`` by (arrival, i
 
 Over the whole run (span = last task end − first arrival): ``util`` = busy slot-seconds /
 (slots × span), and ``load/offered`` = total work / (slots × (last arrival − first arrival)), the
-load the stream offers (λ · mean work / slots for a Poisson stream).
+load the stream offers (λ · mean work / slots for a Poisson stream). A result without workflows, or
+a warm-up that leaves none to measure, is an :class:`~sim.core.InputError`; ``util`` over a span of
+0 and ``load/offered`` over a window of 0 (a single arrival instant) are NaN.
 """
 
 from __future__ import annotations
@@ -25,7 +27,7 @@ from sim.core import InputError, SimulationResult, Workflow
 
 def _measured(workflows: tuple[Workflow, ...], warmup: int) -> list[Workflow]:
     ordered = sorted(workflows, key=lambda wf: (wf.arrival, wf.id))
-    if warmup >= len(ordered) > 0:
+    if warmup >= len(ordered):
         raise InputError(f"warm-up of {warmup} workflows leaves none of the {len(ordered)} to measure")
     return ordered[warmup:]
 
@@ -43,7 +45,7 @@ def completions(result: SimulationResult) -> dict[int, float]:
 def workflow_summary(result: SimulationResult, warmup: int = 0) -> dict[str, float]:
     """P, T, O, util and offered load (see the module docstring)."""
     if not result.workflows:
-        return {"jobs": 0.0}
+        raise InputError(f"{result.policy}: the result has no workflows, so no metric can be computed")
     done = completions(result)
     measured = _measured(result.workflows, warmup)
     late = sum(done[wf.id] > wf.deadline for wf in measured)
@@ -60,7 +62,7 @@ def workflow_summary(result: SimulationResult, warmup: int = 0) -> dict[str, flo
     last_arrival = max(wf.arrival for wf in result.workflows)
     span = max(r.end for r in result.records) - first if result.records else 0.0
     busy = sum(r.end - r.start for r in result.records)
-    summary["util"] = busy / (slots * span) if span > 0 else 0.0
+    summary["util"] = busy / (slots * span) if span > 0 else math.nan
     work = sum(wf.work for wf in result.workflows)
     window = last_arrival - first
     summary["load/offered"] = work / (slots * window) if window > 0 else math.nan

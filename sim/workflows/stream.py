@@ -18,6 +18,8 @@ from sim.core import InputError, Job, Workflow, Workload
 from sim.workflows.budget import alone_schedule
 from sim.workflows.dag import critical_path, topological_order
 from sim.workflows.generators import GENERATORS, Dag
+from sim.workflows.limits import MAX_SECONDS, MAX_TASKS, check_size, check_time
+from sim.workloads.errors import check_rate, time_error
 
 
 def set_r(runtimes: Sequence[float], parents: Sequence[Sequence[int]], machines: int, slots: int,
@@ -30,7 +32,14 @@ def make_workflow(wid: int, first_task: int, arrival: float, earliest_start: flo
                   runtimes: Sequence[float], parents: Sequence[Sequence[int]], machines: int, slots: int,
                   kind: str = "", where: str = "workflow", length: float | None = None) -> Workflow:
     """A :class:`Workflow` whose tasks get global ids ``first_task``.. (parents shifted likewise);
-    ``length`` is SET^R when the caller already has it."""
+    ``length`` is SET^R when the caller already has it. Refuses a workflow beyond the bounds of
+    :mod:`sim.workflows.limits` (its size on this system, a time above ``MAX_SECONDS``), naming ``where``."""
+    check_size(len(runtimes), machines, slots, where)
+    for field, value in (("arrival", arrival), ("earliest_start", earliest_start), ("deadline", deadline)):
+        check_time(value, where, field)
+    late = next((t for t, e in enumerate(runtimes) if not e <= MAX_SECONDS), None)
+    if late is not None:
+        raise time_error(f"{where}: task {late}", "runtime", repr(runtimes[late]))
     topological_order(parents, where)
     if length is None:
         length = set_r(runtimes, parents, machines, slots, earliest_start)
@@ -49,8 +58,11 @@ def check_stream(jobs: int, warmup: int, arrival_rate: float, s_max: int, em_max
         raise InputError(f"workload.warmup must be an integer in [0, jobs = {jobs}), got {warmup!r}")
     if not _number(arrival_rate) or arrival_rate <= 0:
         raise InputError(f"workload.arrival_rate must be a positive number of jobs per second, got {arrival_rate!r}")
+    check_rate(jobs, arrival_rate, "workload.arrival_rate")
     if not isinstance(s_max, int) or isinstance(s_max, bool) or s_max < 1:
         raise InputError(f"workload.s_max must be an integer ≥ 1 (seconds), got {s_max!r}")
+    if s_max > MAX_SECONDS:
+        raise InputError(f"workload.s_max must be at most {MAX_SECONDS:g} (seconds, the time bound), got {s_max!r}")
     if not _number(em_max) or em_max < 1:
         raise InputError(f"workload.em_max must be a number ≥ 1 (deadline multiplier bound), got {em_max!r}")
 
@@ -70,9 +82,11 @@ def open_stream(rng: np.random.Generator, draw_dag: Callable[[np.random.Generato
         dag = draw_dag(r_dag)
         at = float(arrivals[j])
         start = at + float(offsets[j]) if delayed[j] else at
+        where = f"{source}: workflow {j}"
+        check_size(len(dag.runtimes), machines, slots, where)  # before SET^R, the first use of its size
         length = set_r(dag.runtimes, dag.parents, machines, slots, start)
         wf = make_workflow(j, first, at, start, math.ceil(start + length * float(em[j])), dag.runtimes,
-                           dag.parents, machines, slots, kind=kind, length=length)
+                           dag.parents, machines, slots, kind=kind, where=where, length=length)
         workflows.append(wf)
         tasks.extend(wf.tasks)
         first += len(wf.tasks)
@@ -84,6 +98,8 @@ def workflow_stream(rng: np.random.Generator, type: str, *, n: int = 50, **strea
     are :func:`open_stream`'s keywords."""
     if type not in GENERATORS:
         raise InputError(f"workload.type must be one of {', '.join(GENERATORS)}, got {type!r}")
+    if not isinstance(n, int) or isinstance(n, bool) or n > MAX_TASKS:
+        raise InputError(f"workload.n must be an integer task count ≤ {MAX_TASKS:,} (sim.workflows.limits), got {n!r}")
     generate = GENERATORS[type]
     generate(np.random.default_rng(0), n)  # raises for an n too small, before any work
     return open_stream(rng, lambda r: generate(r, n), source=f"{type}(n={n})", kind=type,

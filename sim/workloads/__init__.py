@@ -10,11 +10,13 @@ generator (and numpy with it) is imported on first use, so replaying a trace doe
 from __future__ import annotations
 
 import importlib
+from collections.abc import Iterable, Iterator
+from itertools import chain
 from pathlib import Path
 
 from sim.core import InputError, Workload
 from sim.workloads.csv_traces import parse_drevt_csv, parse_jobs_csv, read_drevt_csv, read_jobs_csv, write_jobs_csv
-from sim.workloads.errors import read_text
+from sim.workloads.errors import read_lines
 from sim.workloads.swf import parse_swf, read_swf
 
 FORMATS = ("swf", "drevt_csv", "jobs_csv")
@@ -47,21 +49,28 @@ def load_trace(path: str | Path, fmt: str | None = None) -> Workload:
     """
     if fmt is not None and fmt not in _PARSERS:
         raise InputError(f"unknown trace format {fmt!r}: expected one of {', '.join(FORMATS)}")
-    text = read_text(path)
-    return _PARSERS[fmt or _sniff(Path(path), text)](text, str(path))
+    lines = read_lines(path)
+    if fmt is None:
+        fmt, lines = _sniff(Path(path), lines)
+    return _PARSERS[fmt](lines, str(path))
 
 
-def _sniff(path: Path, text: str) -> str:
-    """The format of ``path`` from its suffix and, for CSV, its header line."""
+def _sniff(path: Path, lines: Iterator[str]) -> tuple[str, Iterable[str]]:
+    """The format of ``path`` from its suffix and, for CSV, its header line; and the lines, all still to read."""
     name = path.name.lower()
     if name.endswith((".swf", ".swf.gz")):
-        return "swf"
+        return "swf", lines
     if name.endswith((".csv", ".csv.gz")):
-        header = {cell.strip().strip('"') for cell in text.lstrip().partition("\n")[0].split(",")}
+        head = []
+        for line in lines:  # up to the first non-blank line, the header
+            head.append(line)
+            if line.strip():
+                break
+        header = {cell.strip().strip('"') for cell in (head[-1] if head else "").split(",")}
         if "job_submit_time" in header:
-            return "drevt_csv"
+            return "drevt_csv", chain(head, lines)
         if "job_id" in header:
-            return "jobs_csv"
+            return "jobs_csv", chain(head, lines)
         raise InputError(f"{path}: cannot tell the CSV format: expected a header with job_submit_time "
                          f"(DR_EVT) or job_id (jobs CSV); pass fmt= one of {', '.join(FORMATS)}")
     raise InputError(f"{path}: cannot tell the trace format from the name: expected .swf, .swf.gz or .csv; "

@@ -33,11 +33,11 @@ from __future__ import annotations
 import csv
 import io
 from collections import Counter
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 
 from sim.core import InputError, Job, Workload
-from sim.workloads.errors import MAX_SECONDS, parse_count, parse_time, read_text
+from sim.workloads.errors import MAX_SECONDS, parse_count, parse_time, read_lines
 
 DREVT_REQUIRED = ("job_submit_time", "num_nodes", "time_limit")
 DREVT_RUNTIME = "actual_run_time"
@@ -49,16 +49,17 @@ Row = dict[str, str]
 
 def read_drevt_csv(path: str | Path) -> Workload:
     """Read a DR_EVT simple CSV trace (see the module docstring for the rules)."""
-    return parse_drevt_csv(read_text(path), str(path))
+    return parse_drevt_csv(read_lines(path), str(path))
 
 
 def read_jobs_csv(path: str | Path) -> Workload:
     """Read schedlab's plain jobs CSV (see the module docstring for the rules)."""
-    return parse_jobs_csv(read_text(path), str(path))
+    return parse_jobs_csv(read_lines(path), str(path))
 
 
-def parse_drevt_csv(text: str, name: str) -> Workload:
-    """Parse DR_EVT simple CSV ``text``; ``name`` (the file) prefixes error messages."""
+def parse_drevt_csv(text: str | Iterable[str], name: str) -> Workload:
+    """Parse DR_EVT simple CSV ``text`` (a string or its lines with their ends); ``name`` (the file)
+    prefixes error messages."""
     notes: Counter[str] = Counter()
     jobs = []
     lines: dict[int, int] = {}
@@ -75,8 +76,9 @@ def parse_drevt_csv(text: str, name: str) -> Workload:
     return _workload(jobs, name, notes, lines)
 
 
-def parse_jobs_csv(text: str, name: str) -> Workload:
-    """Parse jobs CSV ``text``; ``name`` (the file) prefixes error messages."""
+def parse_jobs_csv(text: str | Iterable[str], name: str) -> Workload:
+    """Parse jobs CSV ``text`` (a string or its lines with their ends); ``name`` (the file) prefixes
+    error messages."""
     first_line: dict[int, int] = {}
     jobs = []
     for line, row in _rows(text, name, JOBS_COLUMNS, (JOBS_USER,)):
@@ -106,9 +108,10 @@ def write_jobs_csv(workload: Workload, path: str | Path) -> None:
         csv.writer(stream, lineterminator="\n", quoting=csv.QUOTE_NONNUMERIC).writerows(rows)
 
 
-def _rows(text: str, name: str, required: Sequence[str], optional: Sequence[str]) -> Iterator[tuple[int, Row]]:
+def _rows(text: str | Iterable[str], name: str, required: Sequence[str],
+          optional: Sequence[str]) -> Iterator[tuple[int, Row]]:
     """Yield ``(line number, {column: cell})`` for each non-blank data row, after checking the header."""
-    reader = csv.reader(io.StringIO(text, newline=""))
+    reader = csv.reader(io.StringIO(text, newline="") if isinstance(text, str) else text)
     header = next((row for row in reader if _filled(row)), None)
     expected = ", ".join(required) + (f" (optional: {', '.join(optional)})" if optional else "")
     if header is None:

@@ -27,7 +27,7 @@ from __future__ import annotations
 import csv
 import io
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Literal
@@ -35,7 +35,7 @@ from typing import Literal
 import numpy as np
 
 from sim.core import Cluster, InputError, Job, Workload
-from sim.workloads.errors import parse_number, read_text
+from sim.workloads.errors import parse_number, read_lines
 
 REQUIRED = ("user", "submit_time", "duration")
 
@@ -184,18 +184,18 @@ def _check_fits(job: Job, cluster: Cluster, where: str) -> None:
 def read_multires_csv(path: str | Path, *, resources: Sequence[str] | None = None, cluster: Cluster | None = None,
                       weights: Mapping[str, float] | None = None) -> MultiResWorkload:
     """Read a multi-resource task CSV (see the module docstring for the rules)."""
-    return parse_multires_csv(read_text(path), str(path), resources=resources, cluster=cluster, weights=weights)
+    return parse_multires_csv(read_lines(path), str(path), resources=resources, cluster=cluster, weights=weights)
 
 
-def parse_multires_csv(text: str, name: str, *, resources: Sequence[str] | None = None,
+def parse_multires_csv(text: str | Iterable[str], name: str, *, resources: Sequence[str] | None = None,
                        cluster: Cluster | None = None, weights: Mapping[str, float] | None = None) -> MultiResWorkload:
-    """Parse CSV ``text``; ``name`` (the file) prefixes error messages.
+    """Parse CSV ``text`` (a string or its lines with their ends); ``name`` (the file) prefixes error messages.
 
     >>> w = parse_multires_csv("user,submit_time,duration,cpu,mem\\nA,0,10,1,4\\n", "t.csv")
     >>> w.jobs[0].demand, w.resources
     ((1.0, 4.0), ('cpu', 'mem'))
     """
-    reader = csv.reader(io.StringIO(text, newline=""))
+    reader = csv.reader(io.StringIO(text, newline="") if isinstance(text, str) else text)
     header = next((row for row in reader if any(cell.strip() for cell in row)), None)
     if header is None:
         raise InputError(f"{name}: empty file: expected a header {','.join(REQUIRED)},<resource columns>")

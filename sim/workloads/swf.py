@@ -5,7 +5,8 @@ of 18 whitespace-separated numbers (1 job number, 2 submit, 3 wait, 4 run time, 
 processors, 6 average CPU time, 7 used memory, 8 requested processors, 9 requested time,
 10 requested memory, 11 status, 12 user, 13 group, 14 executable, 15 queue, 16 partition,
 17 preceding job, 18 think time). The archive writes ``-1`` for "unknown".
-Gzip-compressed files (``.swf.gz``) are read transparently.
+Gzip-compressed files (``.swf.gz``) are read transparently, one line at a time (a file beyond
+``MAX_TRACE_BYTES`` decompressed is refused, :func:`sim.workloads.errors.read_lines`).
 
 How a record becomes a :class:`~sim.core.Job` (each rule has a test; counts go to ``notes``,
 which holds only non-zero counts):
@@ -39,10 +40,11 @@ from __future__ import annotations
 
 import math
 from collections import Counter
+from collections.abc import Iterable
 from pathlib import Path
 
 from sim.core import InputError, Job, Workload
-from sim.workloads.errors import MAX_SECONDS, read_text, time_error
+from sim.workloads.errors import MAX_SECONDS, read_lines, split_lines, time_error
 
 FIELDS = (
     "job number", "submit time", "wait time", "run time", "allocated processors", "average CPU time",
@@ -57,17 +59,17 @@ _DROPPED = ("skipped", "dropped")
 
 def read_swf(path: str | Path, *, drop_invalid: bool = False) -> Workload:
     """Read an SWF (or gzip-compressed SWF) file; see the module docstring for every rule."""
-    return parse_swf(read_text(path), str(path), drop_invalid=drop_invalid)
+    return parse_swf(read_lines(path), str(path), drop_invalid=drop_invalid)
 
 
-def parse_swf(text: str, name: str, *, drop_invalid: bool = False) -> Workload:
-    """Parse SWF ``text``; ``name`` (the file) prefixes error messages."""
+def parse_swf(text: str | Iterable[str], name: str, *, drop_invalid: bool = False) -> Workload:
+    """Parse SWF ``text`` (a string or its lines); ``name`` (the file) prefixes error messages."""
     notes: Counter[str] = Counter()
     header: dict[str, int] = {}
     first_line: dict[int, int] = {}
     jobs: list[Job] = []
     records = 0
-    for line, text_line in enumerate(text.splitlines(), 1):
+    for line, text_line in enumerate(split_lines(text), 1):
         parts = text_line.split()
         if not parts:
             continue

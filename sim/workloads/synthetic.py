@@ -7,7 +7,8 @@ sample") parameters, i.e. no batch/interactive split. What we kept, and what we 
 
 * **Arrivals** (changed): a Poisson process of rate ``arrival_rate`` jobs/s starting at time 0,
   instead of the model's gamma inter-arrivals with a daily cycle, so the offered load is set by
-  one number: load ≈ ``arrival_rate`` × E[nodes × runtime] / ``nodes``.
+  one number: load ≈ ``arrival_rate`` × E[nodes × runtime] / ``nodes``. A rate below ``jobs`` / 1e10
+  per second is refused: the stream would outlast the readers' time bound (``MAX_SECONDS``).
 * **Size** (kept): serial (1 node) with probability ``serial_prob`` = 0.244; otherwise
   ``x`` ~ two-stage uniform on log2 sizes — U(u_low, u_med) with probability 0.86, else
   U(u_med, u_hi), where u_hi = log2(``nodes``), u_med = u_hi − 2.5, u_low = 0.8 (clamped so
@@ -33,6 +34,7 @@ import math
 import numpy as np
 
 from sim.core import InputError, Job, Workload
+from sim.workloads.errors import check_rate
 
 SERIAL_PROB = 0.244
 POW2_PROB = 0.576 / (1 - SERIAL_PROB)
@@ -127,6 +129,7 @@ def _check_arguments(rng: np.random.Generator, jobs: int, nodes: int, arrival_ra
             raise InputError(f"synthetic_hpc: {name} must be a positive integer, got {value!r}")
     if not _number("arrival_rate", arrival_rate) > 0:
         raise InputError(f"synthetic_hpc: arrival_rate must be > 0 jobs per second, got {arrival_rate!r}")
+    check_rate(int(jobs), float(arrival_rate), "synthetic_hpc: arrival_rate")
     if not _number("estimate_factor_max", estimate_factor_max) >= 1:
         raise InputError(f"synthetic_hpc: estimate_factor_max must be ≥ 1 (limits are never below the run "
                          f"time), got {estimate_factor_max!r}")

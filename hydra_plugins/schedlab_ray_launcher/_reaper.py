@@ -1,0 +1,82 @@
+"""A local Ray instance ends with the driver that started it, and a Ray that dies under a sweep says so.
+
+Ray's processes for ``ray.init()`` (GCS, raylet, agents) outlived a SIGKILLed driver by minutes; and when
+the raylet dies (killed, out of memory) Ray ends the driver from C++ — no ``finally`` runs, the user saw
+only Ray's state dump. Starting a local instance, the driver also starts a small reaper in its own
+session (Ctrl-C in the terminal does not reach it). The reaper watches the driver and the instance's
+raylet; once the driver has exited it
+- says in one line on the driver's stderr that the sweep was ended by its Ray instance dying, when the
+  raylet died first and the driver had not shut Ray down itself (:meth:`Reaper.released` leaves a mark);
+- SIGKILLs every process whose command line names the instance's session folder (workers end with
+  their raylet).
+"""
+
+import os
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+GRACE_SECONDS = 2.0
+DIED = ("schedlab: the local Ray instance died under the sweep (its raylet ended: killed, or out of memory); "
+        "runs recorded before are kept — rerun the same command to resume")
+
+REAPER = """
+import os, select, sys, time
+driver, session, mark, grace, died = int(sys.argv[1]), sys.argv[2], sys.argv[3], float(sys.argv[4]), sys.argv[5]
+
+def ours():
+    for entry in os.listdir("/proc"):
+        if entry.isdigit() and int(entry) != os.getpid():
+            try:
+                with open(f"/proc/{entry}/cmdline", "rb") as handle:
+                    command = handle.read().replace(b"\\0", b" ").decode(errors="replace")
+            except OSError:
+                continue
+            if session in command:
+                yield int(entry), command
+
+try:
+    watch = os.pidfd_open(driver)
+except OSError:  # no pidfd (old kernel): poll the parent
+    watch = None
+lost = False
+while True:
+    if watch is not None:
+        if select.select([watch], [], [], 0.5)[0]:
+            break
+    elif os.getppid() != driver:
+        break
+    else:
+        time.sleep(0.5)
+    lost = lost or not any("raylet" in command.split(" ", 1)[0] for _, command in ours())
+if not os.path.exists(mark):  # not shut down by the driver: give a dying driver's own clean-up a moment
+    time.sleep(grace)
+    if lost:
+        print(died, file=sys.stderr, flush=True)
+for pid, _ in ours():
+    try:
+        os.kill(pid, 9)
+    except OSError:
+        pass
+try:
+    os.unlink(mark)
+except OSError:
+    pass
+"""
+
+
+class Reaper:
+    """The reaper of one local Ray instance (see the module docstring)."""
+
+    def __init__(self, session_dir: str) -> None:
+        handle, self.mark = tempfile.mkstemp(prefix="schedlab-ray-")
+        os.close(handle)
+        os.unlink(self.mark)
+        self.process = subprocess.Popen(
+            [sys.executable, "-c", REAPER, str(os.getpid()), session_dir, self.mark, str(GRACE_SECONDS), DIED],
+            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, start_new_session=True)
+
+    def released(self) -> None:
+        """The driver shuts Ray down itself: its raylet ending now is no failure."""
+        Path(self.mark).touch()
