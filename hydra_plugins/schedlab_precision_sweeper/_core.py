@@ -232,11 +232,14 @@ class PrecisionSweep:
                   and ret.return_value is None and not SKIPPED.search(reasons[i]) and not DUPLICATE.search(reasons[i])
                   and isinstance(ret.cfg, DictConfig)}
         if silent:
-            from sweeps.hook import SweepTracker, task_config
+            from sweeps.hook import SweepTracker, group_choices, task_config
 
             tracker = SweepTracker(summary=False)
             tracker.configure(self.sweeper.config)
-            answers = tracker.plan_configs({i: task_config(ret.cfg) for i, ret in silent.items()})
+            plain = {i: task_config(ret.cfg) for i, ret in silent.items()}
+            for i, ret in silent.items():  # its choices and overrides give its label, as the recording path had it
+                tracker.check(i, plain[i], group_choices(ret.hydra_cfg), list(ret.overrides or []))
+            answers = tracker.plan_configs(plain)
             for i, answer in zip(silent, answers, strict=True):
                 reasons[i] = answer or reasons[i]
         return reasons
