@@ -98,9 +98,9 @@ def alive(run: Any, beats: dict[str, str], now: float) -> bool:
     return now - beat < DEAD_AFTER_SECONDS
 
 
-def earliest(runs: list[Any]) -> Any:
-    """The claim that wins among live claims of one key: the earliest (start time, run id)."""
-    return min(runs, key=lambda r: (r.info.start_time, r.info.run_id))
+def claim_order(run: Any) -> tuple[int, str]:
+    """Among live claims of one key the least (start time, run id) wins."""
+    return run.info.start_time, run.info.run_id
 
 
 class Heartbeat:

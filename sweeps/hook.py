@@ -38,17 +38,24 @@ from hydra_plugins.schedlab_ray_launcher._compose import group_choices, task_con
 from hydra_plugins.schedlab_ray_launcher.hooks import PlannedRun, RunReport, SweepAbortedError, SweepStats
 from sim.core import InputError
 from sweeps import task
-from sweeps.claims import CLAIM_TAGS, Claimant, Heartbeat, alive, earliest, stale_sweeps
+from sweeps.claims import CLAIM_TAGS, Claimant, Heartbeat, alive, claim_order, stale_sweeps
 from sweeps.identity import REUSE, CodeHasher, Fingerprint, InputHasher, changed_files, own_package
-from sweeps.record import RunRecord, StoreLocation, run_params, targets
+from sweeps.record import (
+    CODE_FILES_TAG,
+    CODE_TAG,
+    INPUT_FILES_TAG,
+    INPUTS_TAG,
+    RunRecord,
+    StoreLocation,
+    run_params,
+    targets,
+)
 from sweeps.summary import format_policy_table
 from sweeps.tracking import TAG, Claim, MlflowStore, browse, git_commit, open_store, run_key
 
 DEFAULT_NON_SEMANTIC = ("tracking", "sweep", "experiment_name", "replications", "workload.base_dir")
 #: where runs go when the command line changes what the default experiment computes (see :func:`adhoc`)
 ADHOC_EXPERIMENT = "schedlab-adhoc"
-CODE_TAG, INPUTS_TAG, INPUT_FILES_TAG = f"{TAG}code", f"{TAG}inputs", f"{TAG}input_files"
-CODE_FILES_TAG = f"{TAG}code_files"
 
 
 @cache
@@ -141,7 +148,7 @@ class SweepTracker:
 
     def start(self, run: PlannedRun) -> str | None:
         """Claim the run as it is submitted; why not to run it when another sweep has it."""
-        return self.claim(run.index) if self.store is not None else None
+        return self.claim(run.index)
 
     def recorder(self, run: PlannedRun) -> RunRecord | None:
         return self.run_record(run.index) if self.store is not None else None
@@ -201,10 +208,11 @@ class SweepTracker:
         return parts
 
     def plan_configs(self, cfgs: dict[int, dict[str, Any]]) -> list[str | None]:
-        """Per run: ``None`` to run it, or why it is skipped (finished before, or a duplicate)."""
-        for i, cfg in cfgs.items():
-            if i not in self.parts or self.cfgs.get(i) is not cfg:
-                self.check(i, cfg)
+        """Per run: ``None`` to run it, or why it is skipped (finished before, or a duplicate). Each run must
+        have been :meth:`check` ed with its group choices and overrides: they give its label, part of its key
+        (checking it here without them would label it by its class and miss its records)."""
+        unchecked = [i for i, cfg in cfgs.items() if self.cfgs.get(i) is not cfg]
+        assert not unchecked, f"runs {unchecked} were not checked before planning"
         first = next(iter(cfgs.values()))
         sweep = first.get("sweep") or {}
         non_semantic = tuple(sweep.get("non_semantic") or DEFAULT_NON_SEMANTIC)
@@ -227,13 +235,13 @@ class SweepTracker:
             if not self.parts[i].workload.stochastic:
                 self.seeds.setdefault(key, set()).add(cfg.get("seed"))
             finished = [r for r in existing.get(key, []) if r.info.status == "FINISHED"]
-            same = [r for r in finished if sweep.get("reuse", "same") == "any" or not self.changes(r, i)]
+            same = self.reusable(finished, i)
             if key in self.first:
                 decisions.append(f"same run as #{self.first[key]}")
             elif key in running:
                 decisions.append(f"running in another sweep: {running[key]}")
                 self.elsewhere[running[key]] += 1
-            elif same and not sweep.get("force", False):
+            elif same:
                 decisions.append(f"finished in MLflow run {same[0].info.run_id}")
                 self.results.append((self.labels[i], cfg.get("policy") or {}, dict(same[0].data.metrics)))
             else:
@@ -266,9 +274,9 @@ class SweepTracker:
 
     def claim(self, index: int) -> str | None:
         """Create run ``index``'s MLflow run (RUNNING) before it runs; ``None`` when this sweep runs it, else
-        why not: another sweep claimed or finished the same run meanwhile (its claim is then withdrawn)."""
-        assert self.store is not None
-        if index in self.claims:
+        why not: another sweep claimed or finished the same run meanwhile (its claim is then withdrawn).
+        Nothing to claim when nothing is recorded (``tracking=none``)."""
+        if self.store is None or index in self.claims:
             return None
         key, store = self.keys[index], self.store
         claimant = Claimant.this(self.sweep_id)
@@ -277,26 +285,30 @@ class SweepTracker:
             self.heartbeat = Heartbeat(store, claimant)
             self.heartbeat.start()
         others = [r for r in store.runs_by_key(key).get(key, []) if r.info.run_id != claim.run_id]
-        sweep = self.cfgs[index].get("sweep") or {}
-        if not sweep.get("force", False):
-            done = [r for r in others if r.info.status == "FINISHED"
-                    and (sweep.get("reuse", "same") == "any" or not self.changes(r, index))]
-            if done:
-                store.withdraw(claim.run_id)
-                return f"finished in MLflow run {done[0].info.run_id} (by another sweep)"
+        done = self.reusable([r for r in others if r.info.status == "FINISHED"], index)
+        if done:
+            store.withdraw(claim.run_id)
+            return f"finished in MLflow run {done[0].info.run_id} (by another sweep)"
         rivals = [r for r in others if r.info.status == "RUNNING"]
         if rivals:
             beats, now = store.sweeps(), time.time()
-            live = [r for r in rivals if alive(r, beats, now)]
-            mine = store.run(claim.run_id)
-            winner = earliest([*live, mine])
-            if winner is not mine:
+            earlier = [r for r in rivals if alive(r, beats, now)
+                       and claim_order(r) < (claim.start_time, claim.run_id)]
+            if earlier:
                 store.withdraw(claim.run_id)
-                owner = winner.data.tags.get(CLAIM_TAGS[0], "?")
+                owner = min(earlier, key=claim_order).data.tags.get(CLAIM_TAGS[0], "?")
                 self.elsewhere[owner] += 1
                 return f"running in another sweep: {owner}"
         self.claims[index] = claim
         return None
+
+    def reusable(self, finished: list[Any], index: int) -> list[Any]:
+        """The FINISHED runs that stand for run ``index``: with ``sweep.reuse=same`` only those of today's
+        code and inputs, with ``any`` all of them; none with ``sweep.force=true``."""
+        sweep = self.cfgs[index].get("sweep") or {}
+        if sweep.get("force", False):
+            return []
+        return [r for r in finished if sweep.get("reuse", "same") == "any" or not self.changes(r, index)]
 
     def recorded_before(self, store: MlflowStore) -> dict[str, list[Any]]:
         """The store's runs by run key as the sweep found them: one search per store and experiment per sweep

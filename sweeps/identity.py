@@ -22,7 +22,7 @@ import json
 import sysconfig
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from functools import cache
+from functools import cache, cached_property
 from pathlib import Path
 
 import sim
@@ -78,12 +78,12 @@ class Fingerprint:
 
     files: Mapping[str, str]
 
-    @property
+    @cached_property  # asked for every run planned, claimed and recorded: one hash and one JSON per fingerprint
     def digest(self) -> str:
         """One hash of all the files (:data:`NO_INPUTS` when there are none)."""
         return _digest(self.files) if self.files else NO_INPUTS
 
-    @property
+    @cached_property
     def manifest(self) -> str | None:
         """``{name: sha256[:16]}`` as JSON, or ``None`` when it is too long for a tag."""
         return _manifest(self.files)

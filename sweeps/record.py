@@ -23,6 +23,8 @@ from sweeps.task import RunOutcome
 from sweeps.tracking import TAG, Claim, LoggedRun, open_store, semantic_config, to_yaml
 
 REMOTE_SCHEMES = ("http", "https")
+CODE_TAG, CODE_FILES_TAG = f"{TAG}code", f"{TAG}code_files"
+INPUTS_TAG, INPUT_FILES_TAG = f"{TAG}inputs", f"{TAG}input_files"
 
 
 @dataclass(frozen=True)
@@ -113,12 +115,12 @@ def read_inputs(planned: dict[str, str], read: dict[str, str]) -> dict[str, str]
     if not read:
         return {}
     now = Fingerprint(read)
-    if now.digest == planned.get(f"{TAG}inputs"):
+    if now.digest == planned.get(INPUTS_TAG):
         return {}
-    tags = {f"{TAG}inputs": now.digest, f"{TAG}inputs_planned": planned.get(f"{TAG}inputs", "")}
+    tags = {INPUTS_TAG: now.digest, f"{TAG}inputs_planned": planned.get(INPUTS_TAG, "")}
     if now.manifest:
-        tags[f"{TAG}input_files"] = now.manifest
-    changed = changed_files(planned.get(f"{TAG}input_files"), read)
+        tags[INPUT_FILES_TAG] = now.manifest
+    changed = changed_files(planned.get(INPUT_FILES_TAG), read)
     tags[f"{TAG}inputs_changed"] = ", ".join(changed) if changed else "?"
     return tags
 

@@ -138,7 +138,7 @@ class Recording(Callback):
         except InputError as error:
             abort(f"invalid configuration, nothing was run: {error}")
         reason = self.tracker.plan_configs({index: plain})[0]
-        if reason is None and self.tracker.store is not None:
+        if reason is None:
             reason = self.tracker.claim(index)
         if reason is not None:
             self.skips[index] = reason

@@ -115,8 +115,9 @@ def run_one(cfg: dict[str, Any]) -> RunOutcome:
     files = parts.workload.input_files()
     read = file_digests(files)
     workload = parts.workload.build(np.random.default_rng(parts.seed), cluster)
-    if files and file_digests(files) != read:
-        changed = sorted(name for name, digest in file_digests(files).items() if read.get(name) != digest)
+    after = file_digests(files)
+    if after != read:
+        changed = sorted(name for name, digest in after.items() if read.get(name) != digest)
         raise InputError(f"input file {', '.join(changed)} changed while this run read it; rerun the sweep")
     sized = None if cluster else workload.default_nodes
     cluster = cluster or parts.cluster.build(workload.default_nodes)

@@ -121,6 +121,7 @@ class Claim:
 
     run_id: str
     artifact_uri: str
+    start_time: int  # ms, as MLflow stored it: the order of simultaneous claims (:func:`sweeps.claims.claim_order`)
 
 
 class MlflowStore:
@@ -184,16 +185,13 @@ class MlflowStore:
     def mark_killed(self, run_id: str) -> None:
         locked_retry(self.client.set_terminated, run_id, status="KILLED")
 
-    def run(self, run_id: str) -> Any:
-        return locked_retry(self.client.get_run, run_id)
-
     def status(self, run_id: str) -> str:
-        return self.run(run_id).info.status
+        return locked_retry(self.client.get_run, run_id).info.status
 
     def claim(self, tags: dict[str, str], run_name: str) -> Claim:
         """Create the run, RUNNING, before it runs."""
         created = locked_retry(self.client.create_run, self.experiment_id, tags=tags, run_name=run_name)
-        return Claim(created.info.run_id, created.info.artifact_uri)
+        return Claim(created.info.run_id, created.info.artifact_uri, created.info.start_time)
 
     def withdraw(self, run_id: str) -> None:
         """Delete a claim another sweep won (it never ran)."""

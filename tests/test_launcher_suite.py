@@ -187,7 +187,8 @@ class BrokenStoreHook(RefusingHook):
         return None
 
     def recorder(self, run: PlannedRun) -> RunRecord:
-        return RunRecord(StoreLocation.of(f"sqlite:///{self.db}", "x", None), Claim("r", "file:///nowhere"), {}, {}, {})
+        claim = Claim("r", "file:///nowhere", 0)
+        return RunRecord(StoreLocation.of(f"sqlite:///{self.db}", "x", None), claim, {}, {}, {})
 
 
 @pytest.mark.usefixtures("hydra_restore_singletons")
