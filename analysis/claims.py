@@ -3,17 +3,28 @@
 Every claim is decided per cell (a row level and the configuration keys the claim leaves free),
 from the paired differences of :func:`analysis.stats.paired_differences` (same seed = same
 workload, so the difference is free of the workload's variance) or, for a bound, from the cell's
-mean and CI (:func:`analysis.stats.aggregate`). Per cell, with the 95 % CI ``[lo, hi]`` of a − b:
+mean and CI (:func:`analysis.stats.aggregate`).
 
-- ``a < b``: supported if hi < 0, not supported if lo > 0, else inconclusive (``>`` mirrored);
-- ``a <= b`` ("lower or similar"): not supported if lo > 0, else supported;
-- ``a ~ b`` (similar): supported if the CI lies within ± tolerance·|mean of b|, not supported if
-  it excludes 0 and lies outside that band, else inconclusive;
-- ``below x``: supported if the cell's CI lies below x, not supported if above, else inconclusive.
+A comparison (or trend) allows a set of values of a − b — its relation, narrowed by the claim's
+``at_most`` / ``at_least`` (fractions of s = |mean of b| over the cell's b runs, taken as exact):
+
+- ``a < b``: a − b < 0; with ``at_most`` x ("slightly lower") also ≥ −x·s, with ``at_least`` y
+  ("much lower") also ≤ −y·s (``>`` mirrored: "slightly higher" is 0 < a − b ≤ x·s);
+- ``a <= b`` ("lower or similar"): a − b ≤ 0; with ``at_most`` x also ≥ −x·s ("at most slightly lower");
+- ``a ~ b`` (similar, comparable): |a − b| ≤ x·s, x = ``at_most`` or 10 %.
+
+Per cell, with the 95 % CI ``[lo, hi]`` of a − b: *not supported* if the CI misses every allowed
+value (e.g. ``<``: lo > 0; "slightly higher": hi < 0 or lo > x·s; "much higher": hi < y·s); else
+*supported* if the CI lies inside the allowed values (``<``: hi < 0; "slightly higher": lo > 0 and
+hi ≤ x·s; "much higher": lo ≥ y·s; ``~``: −x·s ≤ lo and hi ≤ x·s) — and always for ``<=``, which
+only asks that nothing contradict it; else *inconclusive*. With b's mean 0 every difference is
+infinitely large relative to it: "much" needs only the direction, "slightly" is never supported.
+A bound ``below x``: supported if the cell's CI lies below x, not supported if above, else inconclusive.
 
 A cell without spread (n < 2, or every pair differing by the same amount) is inconclusive — except
-pairs that are all exactly equal, which support ``<=`` and ``~`` (and leave ``<``, ``>`` inconclusive). A
-claim is supported when every cell is, not supported when any cell is not, else inconclusive.
+pairs that are all exactly equal, which support ``<=`` and ``~`` (and leave ``<``, ``>`` inconclusive);
+so is a bounded claim whose cell has no b mean to scale by. A claim is supported when every cell is,
+not supported when any cell is not, else inconclusive.
 """
 
 from __future__ import annotations
@@ -22,7 +33,8 @@ import math
 
 import pandas as pd
 
-from analysis.paper_spec import TRENDS, Claim, PaperTable, level_key
+from analysis.formatting import format_pm
+from analysis.paper_spec import Claim, PaperTable, level_key
 from analysis.stats import COLUMN, aggregate, no_spread, paired_differences
 
 SUPPORTED, NOT_SUPPORTED, INCONCLUSIVE = "supported", "not supported", "inconclusive"
@@ -33,7 +45,7 @@ def evaluate(table: PaperTable, design: pd.DataFrame, seed_key: str = "seed") ->
     """One line per (claim, cell); ``design`` has the table's factor columns, ``seed_key`` and metrics."""
     lines = []
     for claim in table.claims:
-        runs = _where(design, claim.where)
+        runs = design if design.empty else _where(design, claim.where)  # not run yet: no factor columns
         if runs.empty or claim.metric not in runs or runs[claim.metric].notna().sum() == 0:
             lines.append(_line(table, claim, "(no runs)", _relation_text(claim), math.nan, math.nan, 0, INCONCLUSIVE))
             continue
@@ -54,6 +66,34 @@ def overall(lines: pd.DataFrame) -> pd.DataFrame:
         out.append({"table": table, "claim": claim, "metric": metric, "verdict": verdict,
                     "cells": f"{int((verdicts == SUPPORTED).sum())}/{len(verdicts)} supported"})
     return pd.DataFrame(out, columns=["table", "claim", "metric", "verdict", "cells"])
+
+
+def claims_markdown(lines: pd.DataFrame, quotes: dict[tuple[str, str], str] | None = None) -> str:
+    """The claims: one verdict line per claim and table, the papers' words behind them (``quotes``:
+    (table, claim text) → the seed's sentence), then every cell with its difference ± CI."""
+    if lines.empty:
+        return "# Claims\n\nNo table declares claims."
+    head = ["# Claims of the papers, checked on our runs", "",
+            "Verdicts from paired differences (same seed, same workload) with 95% t CIs, in the metric's own "
+            "units (P as a fraction, seconds); rules in analysis/claims.py.",
+            "", "| table | claim | verdict | cells |", "|---|---|---|---|"]
+    head += [f"| {r.table} | {r.claim} | **{r.verdict}** | {r.cells} |" for r in overall(lines).itertuples()]
+    said: dict[str, dict[str, list[str]]] = {}
+    for (table, claim), quote in (quotes or {}).items():
+        said.setdefault(quote, {}).setdefault(claim, []).append(table)
+    if said:
+        head += ["", "## What the papers say", "",
+                 "The sentence each claim comes from; its test (the test column below) follows the words, as "
+                 "docs/paper/README.md (Claims) describes.", ""]
+        for quote, claims in said.items():
+            head += [f"> {quote}", "", *(f"- {claim} ({', '.join(tables)})" for claim, tables in claims.items()), ""]
+        head.pop()
+    head += ["", "## Every cell", "", "| table | claim | cell | test | a − b (or mean) ± CI | n | verdict |",
+             "|---|---|---|---|---:|---:|---|"]
+    for r in lines.itertuples():
+        value = format_pm(r.mean, r.half_width, int(r.n)) if r.n else "—"
+        head.append(f"| {r.table} | {r.claim} | {r.cell} | {r.test} | {value} | {r.n} | {r.verdict} |")
+    return "\n".join(head)
 
 
 def _where(design: pd.DataFrame, where: dict) -> pd.DataFrame:
@@ -83,11 +123,12 @@ def _bound(table: PaperTable, claim: Claim, runs: pd.DataFrame) -> list[list]:
 
 
 def _comparison(table: PaperTable, claim: Claim, runs: pd.DataFrame, seed_key: str) -> list[list]:
-    a, b, relation = claim.a, claim.b, claim.relation
+    a, b, relation = claim.a, claim.b, claim.test
+    at_most, at_least = claim.bounds()
     factors = table.factors
     if claim.trend:
         levels = sorted(runs[table.rows].dropna().unique())
-        a, b, relation = {table.rows: levels[-1]}, {table.rows: levels[0]}, TRENDS[claim.trend]
+        a, b = {table.rows: levels[-1]}, {table.rows: levels[0]}
     side = pd.Series("", index=runs.index)
     side[_matches(runs, a)] = "a"
     side[_matches(runs, b)] = "b"
@@ -101,9 +142,9 @@ def _comparison(table: PaperTable, claim: Claim, runs: pd.DataFrame, seed_key: s
     for _, cell in diffs[diffs["n"] > 0].iterrows():
         key = tuple(cell[c] for c in cells) if len(cells) > 1 else (cell[cells[0]] if cells else "b")
         scale = abs(float(base.loc[key, "mean"])) if key in base.index else math.nan
-        verdict = _verdict(relation, cell, claim.tolerance * scale)
+        verdict = _verdict(relation, cell, scale, at_most, at_least)
         name = "/".join(level_key(cell[c]) for c in cells) or "all runs"
-        lines.append(_line(table, claim, name, _relation_text(claim, a, b, relation), cell["mean"],
+        lines.append(_line(table, claim, name, _relation_text(claim, a, b), cell["mean"],
                            cell["half_width"], int(cell["n"]), verdict))
     return lines
 
@@ -115,30 +156,51 @@ def _matches(runs: pd.DataFrame, wanted: dict) -> pd.Series:
     return keep
 
 
-def _verdict(relation: str, cell: pd.Series, band: float) -> str:
+def _verdict(relation: str, cell: pd.Series, scale: float, at_most: float | None, at_least: float | None) -> str:
+    """One cell's verdict (module docstring) from its paired difference (``mean``, ``sd``, ``n``,
+    ``ci_low``, ``ci_high``), ``scale`` = |mean of b| and the claim's relative bounds."""
     mean, lo, hi, n, sd = cell["mean"], cell["ci_low"], cell["ci_high"], cell["n"], cell["sd"]
     if n >= 2 and mean == 0 and (sd == 0 or math.isnan(sd)):  # identical in every pair
         return SUPPORTED if relation in ("<=", "~") else INCONCLUSIVE
     if bool(no_spread(cell.to_frame().T).iloc[0]):
         return INCONCLUSIVE
-    if relation == "<":
-        return SUPPORTED if hi < 0 else NOT_SUPPORTED if lo > 0 else INCONCLUSIVE
+    if (at_most is not None or at_least is not None) and not math.isfinite(scale):
+        return INCONCLUSIVE
+    low, high = _allowed(relation, scale, at_most, at_least)
+    if hi < low or lo > high:
+        return NOT_SUPPORTED
+    direction = {"<": hi < 0, ">": lo > 0}.get(relation, True)
+    return SUPPORTED if relation == "<=" or (low <= lo and hi <= high and direction) else INCONCLUSIVE
+
+
+def _allowed(relation: str, scale: float, at_most: float | None, at_least: float | None) -> tuple[float, float]:
+    """The closed range ``[low, high]`` of a − b the claim allows (``<`` and ``>`` also exclude 0 itself).
+
+    >>> _allowed(">", 200.0, 0.25, None), _allowed("<", 2.0, None, 0.5), _allowed("~", 10.0, 0.1, None)
+    ((0.0, 50.0), (-inf, -1.0), (-1.0, 1.0))
+    """
+    most = math.inf if at_most is None else at_most * scale
+    least = 0.0 if at_least is None else at_least * scale
     if relation == ">":
-        return SUPPORTED if lo > 0 else NOT_SUPPORTED if hi < 0 else INCONCLUSIVE
-    if relation == "<=":
-        return NOT_SUPPORTED if lo > 0 else SUPPORTED
-    if max(abs(lo), abs(hi)) <= band:
-        return SUPPORTED
-    excludes_zero = lo > 0 or hi < 0
-    return NOT_SUPPORTED if excludes_zero and min(abs(lo), abs(hi)) > band else INCONCLUSIVE
+        return least, most
+    return (-most, most) if relation == "~" else (-most, -least)
 
 
-def _relation_text(claim: Claim, a: dict | None = None, b: dict | None = None, relation: str = "") -> str:
+def _relation_text(claim: Claim, a: dict | None = None, b: dict | None = None) -> str:
     if claim.below is not None:
         return f"mean < {claim.below:g}"
-    a, b, relation = a or claim.a, b or claim.b, relation or claim.relation or TRENDS.get(claim.trend, "")
+    a, b, relation = a or claim.a, b or claim.b, claim.test
+    at_most, at_least = claim.bounds()
     side = lambda d: ", ".join(f"{k.rsplit('.', 1)[-1]}={level_key(v)}" for k, v in d.items())  # noqa: E731
-    return f"({side(a)}) − ({side(b)}) {relation} 0" + (f" (±{claim.tolerance:.0%} of b)" if relation == "~" else "")
+    text = f"({side(a)}) − ({side(b)}) {relation} 0"
+    if relation == "~":
+        return text + f" (±{_percent(at_most)} of b)"
+    sizes = [f"{sign} {_percent(x)}" for sign, x in (("≥", at_least), ("≤", at_most)) if x is not None]
+    return text + (f", by {' and '.join(sizes)} of b" if sizes else "")
+
+
+def _percent(fraction: float | None) -> str:
+    return f"{(fraction or 0.0) * 100:g}%"
 
 
 def _line(table: PaperTable, claim: Claim, cell: str, test: str, mean: float, half: float, n: int,

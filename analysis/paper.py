@@ -6,13 +6,17 @@ Usage::
     python analysis/paper.py --only 'paper_ligo_*' workload.jobs=300 --out /tmp/quick   # a quick look's runs
     python analysis/paper.py --tracking-uri sqlite:////tmp/a/mlflow.db --tracking-uri sqlite:////tmp/b/mlflow.db
                                                       # each experiment's runs from both stores
+    python analysis/paper.py --export-runs docs/paper/runs.parquet --tracking-uri …   # the runs, as data
+    python analysis/paper.py --runs docs/paper/runs.parquet --out /tmp/again          # the tables, without MLflow
 
 For each ``paper_<id>.yaml`` (its ``paper:`` block, see :mod:`analysis.paper_spec`) it reads the
 runs of its ``experiment_name``, keeps the ones that belong to the table (below), and writes
 ``<out>/<id>.md``, ``<id>.tex`` and ``<id>.csv`` — rows = the varied factor, columns = each metric
 per configuration, every cell ``ours (n) · paper`` — ``<out>/figures/<id>.png`` and, over all
 tables, ``<out>/claims.{md,csv}`` (:mod:`analysis.claims`) and ``<out>/tables.md`` (an index).
-Means and CIs come from :func:`analysis.stats.aggregate`; nothing here re-runs a simulation.
+Means and CIs come from :func:`analysis.stats.aggregate`; nothing here re-runs a simulation. The runs
+come from MLflow or from a run export (:mod:`analysis.export`), through the same
+:meth:`analysis.runs.RunSet.from_records`: the same tables, byte for byte.
 
 Several tables may share one experiment (the factor-at-a-time tables of one workload do, so their
 common default point runs once). A table's runs are then those whose other factors sit at the
@@ -32,7 +36,8 @@ from pathlib import Path
 import pandas as pd
 
 from analysis import AnalysisError
-from analysis.claims import evaluate, overall
+from analysis.claims import claims_markdown, evaluate, overall
+from analysis.export import RunExport, write_export
 from analysis.formatting import caption, format_pm, metric_unit, significant, to_latex, to_markdown
 from analysis.paper_spec import PaperTable, level_key, load_tables
 from analysis.runs import RUN_KEY_TAG, SEED_KEY, RunSet, default_tracking_uri, load_runs, non_semantic
@@ -167,10 +172,13 @@ def not_run_yet(error: AnalysisError) -> bool:
     return any(text in str(error) for text in ("unknown experiment", "no runs yet", "no MLflow store"))
 
 
-def read_runs(experiment: str, tracking_uris: list[str]) -> RunSet:
-    """The runs of ``experiment`` from every store that has it, concatenated (a store without the
-    experiment, or without runs of it, adds none). A run key in two stores is refused: the same run
-    counted twice would shrink the CIs, and which copy to keep is the user's call."""
+def read_runs(experiment: str, tracking_uris: list[str], export: RunExport | None = None) -> RunSet:
+    """The runs of ``experiment`` from the run ``export`` if given, else from every store that has it,
+    concatenated (a store without the experiment, or without runs of it, adds none). A run key in two
+    stores is refused: the same run counted twice would shrink the CIs, and which copy to keep is the
+    user's call."""
+    if export is not None:
+        return export.runs(experiment)
     found: list[RunSet] = []
     missing: list[str] = []
     for uri in tracking_uris:
@@ -196,18 +204,17 @@ def read_runs(experiment: str, tracking_uris: list[str]) -> RunSet:
     for runs in found:
         for reason, n in runs.dropped.items():
             dropped[reason] = dropped.get(reason, 0) + n
-    return RunSet(experiment, " + ".join(r.tracking_uri for r in found),
-                  *(pd.concat([getattr(r, part) for r in found]) for part in ("params", "metrics", "tags", "failed")),
-                  dropped=dropped)
+    return RunSet.from_records(experiment, " + ".join(r.tracking_uri for r in found),
+                               pd.concat([r.records for r in found]), pd.concat([r.failed for r in found]), dropped)
 
 
 def analyse_table(table: PaperTable, tracking_uris: list[str], pool_code: bool = False,
-                  filters: dict[str, str] | None = None) -> TableResult:
-    """Our numbers for one table from every store in ``tracking_uris`` (:func:`read_runs`; an empty
-    summary when no store has runs of its experiment yet)."""
+                  filters: dict[str, str] | None = None, export: RunExport | None = None) -> TableResult:
+    """Our numbers for one table from every store in ``tracking_uris`` or from ``export`` (:func:`read_runs`;
+    an empty summary when no store has runs of its experiment yet)."""
     rows = [table.rows] if table.rows else []
     try:
-        runs = read_runs(table.experiment, tracking_uris)
+        runs = read_runs(table.experiment, tracking_uris, export)
     except AnalysisError as exc:
         if not not_run_yet(exc):
             raise
@@ -306,27 +313,31 @@ def write(results: list[TableResult], out: Path, figures: bool = True) -> list[P
             index[-1] += f", [figure](figures/{tid}.png)"
     claims = pd.concat([r.claims for r in results], ignore_index=True) if results else pd.DataFrame()
     claims.to_csv(out / "claims.csv", index=False)
-    (out / "claims.md").write_text(claims_markdown(claims) + "\n")
+    quotes = {(r.table.id, c.text): c.quote for r in results for c in r.table.claims if c.quote}
+    (out / "claims.md").write_text(claims_markdown(claims, quotes) + "\n")
+    from analysis.calibration import write_calibration  # it reads TableResult: imported when writing
+
+    calibrated = write_calibration(results, out)
+    if calibrated is not None:
+        index.append(f"- [Calibration (ours): held-out published values at n = 50 vs the fitted n]({calibrated.name})")
     (out / "tables.md").write_text("\n".join(index) + "\n")
-    return [*written, out / "claims.md", out / "tables.md"]
+    return [*written, *([calibrated] if calibrated else []), out / "claims.md", out / "tables.md"]
 
 
-def claims_markdown(lines: pd.DataFrame) -> str:
-    """The claims: one verdict line per claim and table, then every cell with its difference ± CI."""
-    if lines.empty:
-        return "# Claims\n\nNo table declares claims."
-    summary = overall(lines)
-    head = ["# Claims of the papers, checked on our runs", "",
-            "Verdicts from paired differences (same seed, same workload) with 95% t CIs, in the metric's own "
-            "units (P as a fraction, seconds); rules in analysis/claims.py.",
-            "", "| table | claim | verdict | cells |", "|---|---|---|---|"]
-    head += [f"| {r.table} | {r.claim} | **{r.verdict}** | {r.cells} |" for r in summary.itertuples()]
-    head += ["", "## Every cell", "", "| table | claim | cell | test | a − b (or mean) ± CI | n | verdict |",
-             "|---|---|---|---|---:|---:|---|"]
-    for r in lines.itertuples():
-        value = format_pm(r.mean, r.half_width, int(r.n)) if r.n else "—"
-        head.append(f"| {r.table} | {r.claim} | {r.cell} | {r.test} | {value} | {r.n} | {r.verdict} |")
-    return "\n".join(head)
+def export_runs(tables: list[PaperTable], tracking_uris: list[str], export: RunExport | None, path: Path) -> str:
+    """Write the runs of the tables' experiments (every FINISHED run :func:`read_runs` gives) to ``path``
+    (:mod:`analysis.export`); returns a one-line account."""
+    found, absent = [], []
+    for experiment in dict.fromkeys(t.experiment for t in tables):
+        try:
+            found.append(read_runs(experiment, tracking_uris, export))
+        except AnalysisError as exc:
+            if not not_run_yet(exc):
+                raise
+            absent.append(experiment)
+    rows = write_export(found, path)
+    return (f"wrote {path}: {rows} runs of {len(found)} experiment(s), {path.stat().st_size:,} bytes"
+            + (f"; no runs yet: {', '.join(absent)}" if absent else ""))
 
 
 def _override(overrides: list[str], key: str) -> str | None:
@@ -344,9 +355,14 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--conf-dir", type=Path, default=Path("conf/experiment"), help="where paper_*.yaml are")
     p.add_argument("--published", type=Path, default=Path("docs/paper/published"), help="published values (<id>.csv)")
     p.add_argument("--out", type=Path, default=Path("docs/paper"), help="output folder (default: %(default)s)")
-    p.add_argument("--tracking-uri", action="append", default=[], metavar="URI",
-                   help="MLflow store; repeat to read each experiment's runs from several stores (a run key in two "
-                        "is refused; default: a tracking.uri= override, else sqlite:///<cwd>/mlflow.db)")
+    source = p.add_mutually_exclusive_group()
+    source.add_argument("--tracking-uri", action="append", default=[], metavar="URI",
+                        help="MLflow store; repeat to read each experiment's runs from several stores (a run key in "
+                             "two is refused; default: a tracking.uri= override, else sqlite:///<cwd>/mlflow.db)")
+    source.add_argument("--runs", type=Path, metavar="FILE",
+                        help="read the runs from a run export (--export-runs) instead of MLflow")
+    p.add_argument("--export-runs", type=Path, metavar="FILE",
+                   help="write the runs of the chosen tables' experiments to FILE (Parquet) instead of the tables")
     p.add_argument("--only", action="append", default=[], metavar="GLOB",
                    help="experiment file pattern as for sweeps/paper.py, e.g. 'paper_ligo_*' (default: all)")
     p.add_argument("--pool-code", action="store_true", help="pool a cell's runs across simulator-code fingerprints")
@@ -360,9 +376,16 @@ def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
         tables = load_tables(args.conf_dir, args.published, args.only or None)
+        export = RunExport.read(args.runs) if args.runs else None
         uris = args.tracking_uri or [_override(args.overrides, "tracking.uri") or default_tracking_uri()]
         filters = run_filters(args.overrides)
-        results = [analyse_table(t, uris, args.pool_code, filters) for t in tables]
+        if args.export_runs:
+            if filters:
+                raise AnalysisError(f"--export-runs writes every run; give the filters {filters} when building "
+                                    "the tables from the export")
+            print(export_runs(tables, uris, export, args.export_runs))
+            return 0
+        results = [analyse_table(t, uris, args.pool_code, filters, export) for t in tables]
         write(results, args.out, figures=not args.no_figures)
     except AnalysisError as exc:
         print(f"paper.py: error: {exc}", file=sys.stderr)

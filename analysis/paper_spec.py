@@ -9,11 +9,19 @@ The ``paper:`` block (``paper`` is in ``sweep.non_semantic``: never part of a ru
       rows: workload.arrival_rate         # the varied factor (a config key; null: one row)
       configs: [policy.laxity_distribution, policy.tsp]   # column label: their values joined with "/"
       metrics: [late/proportion, turnaround/mean, overhead/mean_s]
+      calibrates: {table: ligo_lambda, fit_row: 0.00666…}  # optional: a calibration variant of another
+                                          # table (its published values; fit_row: the row fitted on, not held out)
       claims:                             # optional: directions the paper reports (analysis/claims.py)
-        - {trend: increasing, metric: late/proportion, text: "P rises with λ"}
+        - {trend: increasing, metric: late/proportion, text: "P rises with λ", quote: "An increase in …"}
         - {below: 0.05, metric: overhead/mean_s, text: "O below 0.05 s"}
         - {a: {policy.tsp: tsp1}, b: {policy.tsp: tsp2}, relation: "<=", metric: late/proportion,
-           where: {policy.laxity_distribution: pd}, text: "TSP1 <= TSP2"}
+           where: {policy.laxity_distribution: pd}, text: "TSP1 lower or similar P than TSP2"}
+        - {a: {policy.tsp: tsp2}, b: {policy.tsp: tsp1}, relation: ">", at_most: 0.25,
+           metric: turnaround/mean, text: "TSP2 slightly higher T than TSP1"}
+
+A comparison or trend may bound the size of a − b relative to b's mean: ``at_most`` ("slightly": 0.25;
+for ``~`` it replaces the default ±10 %) and, with ``<`` or ``>``, ``at_least`` ("much": 0.5); ``quote``
+is the seed's sentence the claim comes from, shown in ``claims.md``.
 
 The CSV has the columns ``row,config,metric,mean,halfwidth,source`` in our units (fractions, seconds).
 """
@@ -35,6 +43,7 @@ from analysis import AnalysisError
 PUBLISHED_COLUMNS = ["row", "config", "metric", "mean", "halfwidth", "source"]
 RELATIONS = ("<", ">", "<=", "~")
 TRENDS = {"increasing": ">", "decreasing": "<"}
+SIMILAR = 0.1  # "~" without at_most: similar means within ±10 % of b's mean
 
 
 @dataclass(frozen=True)
@@ -44,6 +53,7 @@ class Claim:
     A comparison claim pairs runs matching ``a`` with runs matching ``b`` (same seed, same other
     factors) and tests ``a − b`` against ``relation``; a trend claim is the comparison of the row
     factor's highest level with its lowest; a bound claim tests each cell's mean against ``below``.
+    ``at_most`` / ``at_least`` bound ``|a − b|`` as a fraction of ``|mean of b|`` (see :meth:`bounds`).
     """
 
     text: str
@@ -54,7 +64,24 @@ class Claim:
     trend: str = ""
     below: float | None = None
     where: dict[str, Any] = field(default_factory=dict)
-    tolerance: float = 0.1  # "~": similar means within ±10 % of b's mean
+    at_most: float | None = None
+    at_least: float | None = None
+    quote: str = ""
+
+    @property
+    def test(self) -> str:
+        """The relation tested: ``relation``, or the trend's (``>`` increasing, ``<`` decreasing); "" for a bound."""
+        return TRENDS.get(self.trend, self.relation)
+
+    def bounds(self) -> tuple[float | None, float | None]:
+        """``(at_most, at_least)``, with ``~``'s default ±:data:`SIMILAR` when it gives no ``at_most``.
+
+        >>> Claim("t", "m", "~", {"k": 1}, {"k": 2}).bounds(), Claim("t", "m", ">", at_least=0.5).bounds()
+        ((0.1, None), (None, 0.5))
+        """
+        if self.test == "~" and self.at_most is None:
+            return SIMILAR, None
+        return self.at_most, self.at_least
 
 
 @dataclass(frozen=True)
@@ -70,6 +97,10 @@ class PaperTable:
     claims: list[Claim]
     source: Path
     published: pd.DataFrame
+    #: the table this one is a calibration variant of (its published values are this table's), else ""
+    calibrates: str = ""
+    #: the row of ``calibrates`` the size was fitted on (not a held-out value), if any
+    fit_row: Any = None
 
     @property
     def factors(self) -> list[str]:
@@ -114,9 +145,15 @@ def read_table(path: Path, published_dir: Path) -> PaperTable:
         raise AnalysisError(f"{path}: experiment_name is missing (the MLflow experiment of the table's runs)")
     claims = [_claim(c, f"{where}claims[{i}]", block["metrics"]) for i, c in enumerate(block.get("claims") or [])]
     table = str(block["table"])
-    published = read_published(published_dir / f"{table}.csv", block["metrics"])
+    calibrates = block.get("calibrates") or {}
+    if not isinstance(calibrates, dict) or set(calibrates) - {"table", "fit_row"} or (
+            calibrates and not calibrates.get("table")):
+        raise AnalysisError(f"{where}calibrates: expected {{table: <id>, fit_row: <level>}} (fit_row optional), "
+                            f"got {calibrates!r}")
+    of = str(calibrates.get("table", ""))
+    published = read_published(published_dir / f"{of or table}.csv", block["metrics"])
     paper = PaperTable(table, str(block["title"]), experiment, block["rows"], list(block["configs"]),
-                       list(block["metrics"]), claims, path, published)
+                       list(block["metrics"]), claims, path, published, of, calibrates.get("fit_row"))
     for i, claim in enumerate(claims):
         unknown = sorted({*claim.a, *claim.b, *claim.where} - set(paper.factors))
         if unknown:  # it would match no run, and the claim would read "inconclusive" for a typo
@@ -134,12 +171,23 @@ def _claim(raw: Any, where: str, metrics: list[str]) -> Claim:
         raise AnalysisError(f"{where}: unknown field(s) {extra}; expected {sorted(known)}")
     if not raw.get("text") or raw.get("metric") not in metrics:
         raise AnalysisError(f"{where}: needs text and a metric of the table ({', '.join(metrics)}), got {raw!r}")
+    for name in ("text", "quote"):
+        if not isinstance(raw.get(name, ""), str):
+            raise AnalysisError(f"{where}.{name}: expected text, got {raw[name]!r}")
+    for name in ("below", "at_most", "at_least"):
+        value = raw.get(name)
+        if value is not None and (isinstance(value, bool) or not isinstance(value, int | float)
+                                  or not math.isfinite(value) or (name != "below" and value <= 0)):
+            raise AnalysisError(f"{where}.{name}: expected a {'' if name == 'below' else 'positive '}number, "
+                                f"got {value!r}")
     claim = Claim(**raw)
     kinds = [bool(claim.trend), claim.below is not None, bool(claim.a or claim.b)]
     if sum(kinds) != 1:
         raise AnalysisError(f"{where}: give exactly one of trend, below, or a + b + relation")
     if claim.trend and claim.trend not in TRENDS:
         raise AnalysisError(f"{where}.trend: expected {' or '.join(TRENDS)}, got {claim.trend!r}")
+    if claim.relation and not (claim.a or claim.b):
+        raise AnalysisError(f"{where}.relation: only a comparison (a + b) has one, got {claim.relation!r}")
     if claim.a or claim.b:
         if not (claim.a and claim.b and isinstance(claim.a, dict) and isinstance(claim.b, dict)):
             raise AnalysisError(f"{where}: a and b must both be mappings of config key → value")
@@ -147,6 +195,13 @@ def _claim(raw: Any, where: str, metrics: list[str]) -> Claim:
             raise AnalysisError(f"{where}.relation: expected one of {', '.join(RELATIONS)}, got {claim.relation!r}")
     if not isinstance(claim.where, dict):
         raise AnalysisError(f"{where}.where: expected a mapping of config key → value (or list), got {claim.where!r}")
+    if claim.below is not None and (claim.at_most or claim.at_least):
+        raise AnalysisError(f"{where}: at_most and at_least bound a difference; a below claim has none")
+    if claim.at_least and claim.test not in ("<", ">"):
+        raise AnalysisError(f"{where}.at_least: a minimum difference needs relation < or > (or a trend), "
+                            f"not {claim.test!r}")
+    if claim.at_least and claim.at_most and claim.at_least >= claim.at_most:
+        raise AnalysisError(f"{where}: at_least {claim.at_least:g} is not below at_most {claim.at_most:g}")
     return claim
 
 

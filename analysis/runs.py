@@ -49,7 +49,8 @@ class RunSet:
     Only FINISHED runs are in ``params``/``metrics``/``tags``; when several finished runs share a
     ``schedlab.run_key`` (a resumed or repeated sweep) the latest one is kept. ``failed`` holds
     FAILED runs that no finished run of the same key replaced (their params and ``error``);
-    ``dropped`` counts what was left out and why.
+    ``dropped`` counts what was left out and why; ``records`` are the finished runs as read
+    (:meth:`from_records`), which a run export (:mod:`analysis.export`) keeps.
     """
 
     experiment: str
@@ -59,6 +60,17 @@ class RunSet:
     tags: pd.DataFrame
     failed: pd.DataFrame
     dropped: dict[str, int] = field(default_factory=dict)
+    records: pd.DataFrame = field(default_factory=pd.DataFrame)
+
+    @classmethod
+    def from_records(cls, experiment: str, tracking_uri: str, records: pd.DataFrame, failed: pd.DataFrame | None = None,
+                     dropped: dict[str, int] | None = None) -> RunSet:
+        """The runs of FINISHED run records in ``mlflow.search_runs``' shape (index ``run_id``; ``params.*``
+        as logged, ``metrics.*``, ``tags.*``), in their order: the one way runs become a RunSet, whether
+        read from MLflow (:func:`load_runs`) or from a run export (:mod:`analysis.export`)."""
+        return cls(experiment, tracking_uri, _columns(records, "params."), _columns(records, "metrics.").astype(float),
+                   _columns(records, "tags.", parse=False), pd.DataFrame() if failed is None else failed,
+                   dict(dropped or {}), records)
 
     def varying(self, seed_key: str = SEED_KEY, cols: Sequence[str] = ()) -> list[str]:
         """Config keys that vary across the finished runs (see :func:`varying_keys`)."""
@@ -274,15 +286,7 @@ def _split(frame: pd.DataFrame, experiment: str, uri: str) -> RunSet:
         error=failed.get(f"tags.{ERROR_TAG}"),
         start_time=failed["start_time"],
     )
-    return RunSet(
-        experiment=experiment,
-        tracking_uri=uri,
-        params=_columns(finished, "params."),
-        metrics=_columns(finished, "metrics.").astype(float),
-        tags=_columns(finished, "tags.", parse=False),
-        failed=failed_view,
-        dropped=dropped,
-    )
+    return RunSet.from_records(experiment, uri, finished, failed_view, dropped)
 
 
 def _first_error(failed: pd.DataFrame) -> str:
@@ -292,8 +296,9 @@ def _first_error(failed: pd.DataFrame) -> str:
 
 
 def _columns(frame: pd.DataFrame, prefix: str, parse: bool = True) -> pd.DataFrame:
-    """The ``prefix.*`` columns of a search_runs frame, prefix stripped, all-empty columns dropped."""
-    names = [c for c in frame.columns if c.startswith(prefix)]
+    """The ``prefix.*`` columns of a search_runs frame, prefix stripped, sorted (search_runs' own order
+    varies from process to process), all-empty columns dropped."""
+    names = sorted(c for c in frame.columns if c.startswith(prefix))
     out = frame[names].rename(columns=lambda c: c[len(prefix):]).dropna(axis=1, how="all")
     return out.apply(_parse) if parse and len(out.columns) else out
 

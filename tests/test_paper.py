@@ -7,10 +7,12 @@ from __future__ import annotations
 
 import csv
 import itertools
+import re
 import shutil
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pandas as pd
 import pytest
@@ -20,7 +22,8 @@ from omegaconf import OmegaConf
 
 from analysis import AnalysisError
 from analysis.claims import NOT_SUPPORTED, SUPPORTED, overall
-from analysis.paper import display, main, paper_text, row_text
+from analysis.export import REQUIRED, TAGS, RunExport
+from analysis.paper import display, main, paper_text, read_runs, row_text
 from analysis.paper_spec import level_key, load_tables, read_published
 from analysis.runs import RunSet
 from tests.conftest import REPO
@@ -265,3 +268,88 @@ def test_the_legend_names_a_series_missing_from_the_first_panel() -> None:
     _, labels = legend_entries([p, t])
     plt.close(fig)
     assert labels == ["ours mrcp", "paper mrcp"]
+
+
+def build(paper: Path, out: Path, *args: str) -> int:
+    """analysis/paper.py on the test tables, the runs from ``args`` (--tracking-uri … or --runs …)."""
+    return main(["--conf-dir", str(paper / "conf" / "experiment"), "--published", str(paper / "published"),
+                 "--out", str(out), *args])
+
+
+def test_the_exported_runs_rebuild_every_table_claim_and_figure_byte_for_byte(paper: Path, tmp_path: Path) -> None:
+    store, export = f"sqlite:///{paper}/mlflow.db", tmp_path / "runs.parquet"
+    assert build(paper, tmp_path / "unused", "--export-runs", str(export), "--tracking-uri", store) == 0
+    assert not (tmp_path / "unused").exists() and [p.name for p in tmp_path.iterdir()] == ["runs.parquet"]  # atomic
+    assert build(paper, tmp_path / "mlflow", "--tracking-uri", store) == 0
+    assert build(paper, tmp_path / "export", "--runs", str(export)) == 0
+    files = sorted(p.relative_to(tmp_path / "mlflow") for p in (tmp_path / "mlflow").rglob("*") if p.is_file())
+    assert {f.suffix for f in files} == {".md", ".tex", ".csv", ".png"} and len(files) == 2 * 4 + 3
+    for name in files:
+        assert (tmp_path / "export" / name).read_bytes() == (tmp_path / "mlflow" / name).read_bytes(), name
+    # the same frames as read from MLflow, one row per finished run, the columns the brief lists
+    mine, theirs = read_runs(EXPERIMENT, [store]), RunExport.read(export).runs(EXPERIMENT)
+    pd.testing.assert_frame_equal(theirs.params, mine.params)
+    pd.testing.assert_frame_equal(theirs.metrics, mine.metrics)
+    pd.testing.assert_frame_equal(theirs.tags, mine.tags[list(theirs.tags.columns)])
+    frame = pd.read_parquet(export)
+    assert len(frame) == len(mine.params) == 12 and set(REQUIRED) <= set(frame.columns)
+    assert frame[list(TAGS)].notna().all().all() and frame["run_id"].is_unique
+    assert {f"metrics.{m}" for m in METRICS} | {"params.cluster.m", "params.policy.laxity_distribution"} <= set(frame)
+
+
+def test_an_experiment_missing_from_the_export_is_not_run(paper: Path, tmp_path: Path) -> None:
+    export = tmp_path / "runs.parquet"
+    assert build(paper, tmp_path, "--export-runs", str(export), "--tracking-uri", f"sqlite:///{paper}/mlflow.db") == 0
+    frame = pd.read_parquet(export)
+    frame.assign(experiment="another").to_parquet(export)
+    assert build(paper, tmp_path / "out", "--runs", str(export), "--no-figures") == 0
+    assert "not run: experiment 'schedlab-paper-test' has no runs yet in the run export" in (
+        tmp_path / "out" / "t_m.md").read_text()
+
+
+def _drop_code(path: Path) -> None:
+    pd.read_parquet(path).drop(columns=TAGS[1]).to_parquet(path)
+
+
+def _twice(path: Path) -> None:
+    frame = pd.read_parquet(path)
+    pd.concat([frame, frame.iloc[:1]]).to_parquet(path)
+
+
+@pytest.mark.parametrize(("spoil", "message"), [
+    (lambda p: p.unlink(), "no run export at {path}"),
+    (lambda p: p.write_text("run_id,experiment\n1,x\n"), "{path} is not a run export: not a Parquet file"),
+    (_drop_code, "{path} is not a run export: no column tags.schedlab.code"),
+    (_twice, "{path}: run .* is in the export twice"),
+])
+def test_a_bad_run_export_is_one_line(paper: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                      spoil: Any, message: str) -> None:
+    export = tmp_path / "runs.parquet"
+    assert build(paper, tmp_path, "--export-runs", str(export), "--tracking-uri", f"sqlite:///{paper}/mlflow.db") == 0
+    capsys.readouterr()
+    spoil(export)
+    assert build(paper, tmp_path / "out", "--runs", str(export), "--no-figures") == 2
+    err = capsys.readouterr().err
+    assert re.match("paper.py: error: " + message.format(path=re.escape(str(export))), err), err
+    assert len(err.strip().splitlines()) == 1
+
+
+def test_an_export_keeps_every_run_so_filters_are_refused(paper: Path, tmp_path: Path,
+                                                          capsys: pytest.CaptureFixture[str]) -> None:
+    assert build(paper, tmp_path, "--export-runs", str(tmp_path / "r.parquet"), "workload.jobs=12",
+                 "--tracking-uri", f"sqlite:///{paper}/mlflow.db") == 2
+    assert "--export-runs writes every run" in capsys.readouterr().err and not (tmp_path / "r.parquet").exists()
+
+
+COMMITTED = REPO / "docs" / "paper" / "runs.parquet"
+
+
+@pytest.mark.skipif(not COMMITTED.exists(), reason="docs/paper/runs.parquet is written by the next full regeneration")
+def test_the_committed_export_rebuilds_the_committed_table(tmp_path: Path) -> None:
+    """The runs behind docs/paper, kept as data, give its tables without MLflow: caption (code fingerprint) and all."""
+    assert COMMITTED.stat().st_size < 5_000_000
+    assert main(["--runs", str(COMMITTED), "--only", "paper_ligo_lambda", "--no-figures", "--out", str(tmp_path),
+                 "--conf-dir", str(REPO / "conf" / "experiment"),
+                 "--published", str(REPO / "docs" / "paper" / "published")]) == 0
+    for name in ("ligo_lambda.csv", "ligo_lambda.md"):
+        assert (tmp_path / name).read_bytes() == (REPO / "docs" / "paper" / name).read_bytes(), name
