@@ -17,6 +17,7 @@ the engine's rules (overcommits, never starts a job) exits with status 1 and one
 from __future__ import annotations
 
 import argparse
+import contextlib
 import csv
 import os
 import sys
@@ -147,27 +148,30 @@ def _number(value: float) -> str:
 
 
 def replay_stream(args: argparse.Namespace, policy: Policy, described: str) -> int:
-    """The workflow-stream mode of :func:`main` (see the module docstring)."""
-    from sim.tables import write_csv
+    """The workflow-stream mode of :func:`main` (see the module docstring); the task rows are written
+    to ``--out`` as the run produces them."""
+    from sim.tables import csv_rows, write_csv
     from sim.workflows.files import read_stream
+    from sim.workflows.metrics import TASK_COLUMNS
 
     try:
         started = time.perf_counter()
         workload, m, c_r = read_stream(args.trace, warmup=args.warmup)
         parse_seconds = time.perf_counter() - started
-        started = time.perf_counter()
-        done = run(workload, Cluster.slotted(m, c_r), policy)
-        sim_seconds = time.perf_counter() - started
+        with contextlib.ExitStack() as stack:
+            tasks = stack.enter_context(csv_rows(args.out, TASK_COLUMNS)) if args.out else None
+            started = time.perf_counter()
+            done = run(workload, Cluster.slotted(m, c_r), policy, tasks=tasks)
+            sim_seconds = time.perf_counter() - started
     except InputError as error:
         return _fail(error, 2)
     except (SchedulingError, InvariantViolation) as error:
         return _fail(error, 1)
-    if args.out:
-        write_csv(done.tables["tasks"], args.out)
     if args.jobs_out:
         write_csv(done.tables["workflows"], args.jobs_out)
-    print(f"{args.trace.name}: {len(workload.workflows)} workflows ({len(workload.jobs)} tasks) on m={m} × "
-          f"c_r={c_r}, {described}")
+    workflows = tuple(workload.workflows)
+    print(f"{args.trace.name}: {len(workflows)} workflows ({sum(len(wf.tasks) for wf in workflows)} tasks) on "
+          f"m={m} × c_r={c_r}, {described}")
     _print_summary(done.summary, parse_seconds, sim_seconds)
     return 0
 

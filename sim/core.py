@@ -14,6 +14,7 @@ All times are in seconds (floats); all quantities are numbers in the cluster's r
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 
@@ -132,7 +133,9 @@ class Workflow:
     ``parents`` naming task ids of this workflow); no task may start before ``earliest_start``
     (s_j); the workflow is late when its last task ends after ``deadline`` (d_j). ``set_r`` (SET^R,
     the list-scheduled length alone on the run's cluster), ``work`` (sum of task run times) and
-    ``critical_path`` are what the generator knew when it drew the deadline.
+    ``critical_path`` are what the generator knew when it drew the deadline; ``alone_finish`` are the
+    task completions of that SET^R schedule on an ``alone_shape`` (machines, slots) system (empty when
+    not computed), which RM-DCWF's SL budgeting reuses on a cluster of that shape.
     """
 
     id: int
@@ -144,14 +147,17 @@ class Workflow:
     work: float = 0.0
     critical_path: float = 0.0
     kind: str = ""
+    alone_finish: tuple[float, ...] = ()
+    alone_shape: tuple[int, int] = (0, 0)
 
 
 @dataclass(frozen=True, slots=True)
 class PolicyStats:
     """What a policy reports about itself: flat counters merged into the run's metrics
-    (``remap/attempts`` …), the wall-clock seconds it spent planning each workflow (RM-DCWF's
-    overhead O) and per-task values it decided (``sub_deadline``), keyed by task id. Empty for
-    policies that have nothing to say."""
+    (``remap/attempts`` …; ``Policy.stats`` after the run), and for a workflow as its last task ends
+    (``Policy.workflow_done``) the wall-clock seconds it spent planning it (RM-DCWF's overhead O)
+    and per-task values it decided (``sub_deadline``), keyed by task id. Empty for policies that have
+    nothing to say."""
 
     counters: dict[str, float] = field(default_factory=dict)
     seconds_by_job: dict[int, float] = field(default_factory=dict)
@@ -164,14 +170,17 @@ class Workload:
 
     ``kind`` picks the metric set a run reports (see :mod:`sim.run`): ``hpc`` (rigid jobs),
     ``multires`` (users' tasks with demand vectors) or ``workflow`` (deadline-constrained DAGs).
+    A workflow workload has no ``jobs``: its tasks are those of ``workflows``, in (arrival, id)
+    order, which a run iterates once — a generated stream builds each workflow only then
+    (:class:`sim.workflows.stream.OpenStream`).
     """
 
-    jobs: list[Job]
+    jobs: list[Job] = field(default_factory=list)
     source: str = ""
     default_nodes: int | None = None
     notes: dict[str, int] = field(default_factory=dict)
     kind: str = "hpc"
-    workflows: tuple[Workflow, ...] = ()
+    workflows: Iterable[Workflow] = ()
     #: leading workflows (by arrival) left out of the metrics: the system starts empty
     warmup: int = 0
     #: job id → line of ``source`` it was read from (trace readers), so errors found later can point there

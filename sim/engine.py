@@ -1,10 +1,10 @@
 """Discrete-event engine.
 
-Events are completions (a heap of ``(end_time, job_id)``), arrivals (the jobs sorted by
-``(submit, id)``) and policy wake-ups. At one instant the engine applies **every completion first
-(in job-id order), then every arrival in (submit time, job id) order, then one scheduling pass**;
-time then jumps to the next event. There is no global state: the same jobs, cluster and policy give
-the same schedule in any process.
+Events are completions (a heap of ``(end_time, job_id)``), arrivals (in ``(submit, id)`` order) and
+policy wake-ups. At one instant the engine applies **every completion first (in job-id order), then
+every arrival in (submit time, job id) order, then one scheduling pass**; time then jumps to the
+next event. There is no global state: the same jobs, cluster and policy give the same schedule in
+any process.
 
 **Zero-length workflow tasks** (RM-DCWF places them without a slot; also a task so short that adding
 it to the clock changes nothing, e.g. 1e-7 s at t = 1e10, as its planned end says) hold no capacity and are
@@ -15,18 +15,44 @@ of a trace keeps the older meaning: it holds its nodes for no time and its compl
 at the same instant, which gives the queue behind it a second pass there, as DR_EVT does.)
 
 **Workflows**: a task of workflow j (``Job.workflow``) may not start before the workflow's
-``earliest_start`` s_j; with ``Workload.workflows`` given, the engine enforces it.
+``earliest_start`` s_j, and its parents are tasks of the same workflow; the engine enforces both.
+Once a workflow's last task has ended the policy hands over what it kept for it
+(``Policy.workflow_done``).
+
+**Memory**: the engine holds only what is live. Arrivals are taken one instant ahead, a job leaves
+the engine when it starts (its :class:`~sim.core.JobRecord` goes to a :class:`Recorder`) and a
+workflow when its last task ends. :func:`simulate` keeps every record (job traces, tests);
+:func:`simulate_stream` keeps nothing, so a run's memory follows its unfinished workflows, however
+long the stream (with the invariant checks on, as in the tests, it keeps the records to check them).
 """
 
 from __future__ import annotations
 
 import heapq
 import math
-from collections.abc import Sequence
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass, field
+from typing import Protocol
 
-from sim.core import Cluster, InputError, Job, JobRecord, SimulationResult, Workflow
+from sim.core import Cluster, InputError, Job, JobRecord, PolicyStats, SimulationResult, Workflow
 from sim.invariants import check_schedule, checks_enabled
 from sim.policies.base import EngineView, Policy
+
+#: jobs arriving together: their time, their workflow (``None`` for jobs of no workflow) and the jobs
+Arrival = tuple[float, Workflow | None, Sequence[Job]]
+
+
+class Recorder(Protocol):
+    """Where a run's results go as they happen."""
+
+    def arrived(self, workflow: Workflow) -> None:
+        """A workflow's tasks arrived (workflows in arrival order)."""
+
+    def started(self, record: JobRecord) -> None:
+        """A job started (its end is known then)."""
+
+    def finished(self, workflow: Workflow, stats: PolicyStats) -> None:
+        """A workflow's last task ended; ``stats``: what the policy kept for it (``Policy.workflow_done``)."""
 
 
 class SchedulingError(RuntimeError):
@@ -84,54 +110,176 @@ def simulate(
     policy: Policy,
     kill_at_limit: bool = False,
     check: bool | None = None,
-    workflows: Sequence[Workflow] = (),
+    workflows: Iterable[Workflow] = (),
 ) -> SimulationResult:
-    """Run ``policy`` on ``jobs`` and return the schedule.
+    """Run ``policy`` on ``jobs`` and return the schedule, every record kept (in input order).
 
     A job occupies its resources for its ``runtime`` (``min(runtime, time_limit)`` with
-    ``kill_at_limit``). Raises :class:`SchedulingError` if the policy breaks a rule (starts a job
-    twice, before its submission, its workflow's earliest start or its parents' completion, on a
-    machine that does not exist or where it does not fit) and if jobs remain that the policy never
-    starts. ``check`` runs the independent invariant checker on
-    the result (default: on when ``SCHEDLAB_CHECK_INVARIANTS`` is set, as in the test suite).
+    ``kill_at_limit``). ``workflows`` are the workflows the tasks among ``jobs`` belong to (a task
+    arrives at its workflow's arrival); the result's stats hold what the policy kept for each. Raises
+    :class:`SchedulingError` if the policy breaks a rule (starts a job twice, before its submission,
+    its workflow's earliest start or its parents' completion, on a machine that does not exist or
+    where it does not fit) and if jobs remain that the policy never starts. ``check`` runs the
+    independent invariant checker on the result (default: on when ``SCHEDLAB_CHECK_INVARIANTS`` is
+    set, as in the test suite).
     """
-    result = _run(jobs, cluster, policy, kill_at_limit, tuple(workflows))
+    workflows = tuple(workflows)
+    given = {wf.id: wf for wf in workflows}
+    arrivals: list[Arrival] = []
+    tasks: dict[int, list[Job]] = {}  # workflow id → its tasks among jobs
+    for job in sorted(jobs, key=lambda job: (job.submit, job.id)):
+        wf = given.get(job.workflow)
+        if wf is None:
+            arrivals.append((job.submit, None, (job,)))
+            continue
+        if job.submit != wf.arrival:
+            raise InputError(f"task {job.id} is submitted at {job.submit} but its workflow {wf.id} arrives at "
+                             f"{wf.arrival}")
+        if wf.id not in tasks:
+            tasks[wf.id] = []
+            arrivals.append((wf.arrival, wf, tasks[wf.id]))
+        tasks[wf.id].append(job)
+    kept = _Kept()
+    passes, stats = _run(iter(arrivals), cluster, policy, kill_at_limit, kept)
+    result = SimulationResult([kept.records[job.id] for job in jobs], cluster, policy.name, passes,
+                              PolicyStats(stats.counters, kept.seconds, kept.values), workflows)
     if check if check is not None else checks_enabled():
         check_schedule(jobs, result, getattr(policy, "queue_key", None) if policy.preserves_order else None)
     return result
 
 
-def _run(jobs: Sequence[Job], cluster: Cluster, policy: Policy, kill_at_limit: bool,
-         workflows: tuple[Workflow, ...]) -> SimulationResult:
-    release = {task.id: wf.earliest_start for wf in workflows for task in wf.tasks}
+def simulate_stream(workflows: Iterable[Workflow], cluster: Cluster, policy: Policy, recorder: Recorder,
+                    kill_at_limit: bool = False, check: bool | None = None) -> tuple[int, PolicyStats]:
+    """Run ``policy`` on ``workflows`` (in (arrival, id) order, each taken from the iterable when the
+    run reaches its arrival), telling ``recorder`` what happens; nothing else is kept. Returns the
+    number of scheduling passes and the policy's statistics. Each workflow is checked as it arrives
+    (:func:`check_workflow`); rules and ``check`` as in :func:`simulate`.
+    """
+    if not (check if check is not None else checks_enabled()):
+        return _run(_arrivals(workflows, cluster), cluster, policy, kill_at_limit, recorder)
+    kept = _Kept()
+    passes, stats = _run(_arrivals(workflows, cluster), cluster, policy, kill_at_limit, _Both(recorder, kept))
+    tasks = [task for wf in kept.workflows for task in wf.tasks]
+    check_schedule(tasks, SimulationResult([kept.records[t.id] for t in tasks], cluster, policy.name, passes,
+                                           workflows=tuple(kept.workflows)),
+                   getattr(policy, "queue_key", None) if policy.preserves_order else None)
+    return passes, stats
+
+
+def check_workflow(wf: Workflow, cluster: Cluster) -> None:
+    """Refuse a workflow the engine cannot run: one without tasks, a task of another workflow or
+    submitted at another time than the workflow's arrival, a repeated task id, a parent outside the
+    workflow, a task no machine can hold."""
+    if not wf.tasks:
+        raise InputError(f"workflow {wf.id} has no tasks")
+    ids = {task.id for task in wf.tasks}
+    if len(ids) != len(wf.tasks):
+        raise InputError(f"workflow {wf.id}: task ids repeat")
+    for task in wf.tasks:
+        if task.workflow != wf.id or task.submit != wf.arrival:
+            raise InputError(f"workflow {wf.id}: task {task.id} has workflow {task.workflow} and submit "
+                             f"{task.submit}; expected {wf.id} and the workflow's arrival {wf.arrival}")
+        if not ids.issuperset(task.parents):
+            raise InputError(f"workflow {wf.id}: task {task.id} has parents outside its workflow")
+    for demand in {task.demand for task in wf.tasks}:
+        if len(demand) != len(cluster.resources) or not cluster.fits_anywhere(demand):
+            task = next(task for task in wf.tasks if task.demand == demand)
+            raise InputError(f"workflow {wf.id}: task {task.id} demand {demand} fits no machine of "
+                             f"{cluster.resources} {cluster.machines}")
+
+
+def _arrivals(workflows: Iterable[Workflow], cluster: Cluster) -> Iterator[Arrival]:
+    last: tuple[float, int] | None = None
+    for wf in workflows:
+        check_workflow(wf, cluster)
+        if last is not None and (wf.arrival, wf.id) <= last:
+            raise InputError(f"workflow {wf.id} (arrival {wf.arrival}) comes after workflow {last[1]} (arrival "
+                             f"{last[0]}): workflows must come in (arrival, id) order")
+        last = (wf.arrival, wf.id)
+        yield wf.arrival, wf, wf.tasks
+
+
+@dataclass(slots=True)
+class _Kept:
+    """A :class:`Recorder` that keeps everything: the workflows, every record by job id, and the
+    policy's per-workflow seconds and per-task values merged."""
+
+    workflows: list[Workflow] = field(default_factory=list)
+    records: dict[int, JobRecord] = field(default_factory=dict)
+    seconds: dict[int, float] = field(default_factory=dict)
+    values: dict[str, dict[int, float]] = field(default_factory=dict)
+
+    def arrived(self, workflow: Workflow) -> None:
+        self.workflows.append(workflow)
+
+    def started(self, record: JobRecord) -> None:
+        self.records[record.job.id] = record
+
+    def finished(self, workflow: Workflow, stats: PolicyStats) -> None:
+        self.seconds.update(stats.seconds_by_job)
+        for name, values in stats.task_values.items():
+            self.values.setdefault(name, {}).update(values)
+
+
+@dataclass(frozen=True, slots=True)
+class _Both:
+    """Two recorders told the same things."""
+
+    first: Recorder
+    second: Recorder
+
+    def arrived(self, workflow: Workflow) -> None:
+        self.first.arrived(workflow)
+        self.second.arrived(workflow)
+
+    def started(self, record: JobRecord) -> None:
+        self.first.started(record)
+        self.second.started(record)
+
+    def finished(self, workflow: Workflow, stats: PolicyStats) -> None:
+        self.first.finished(workflow, stats)
+        self.second.finished(workflow, stats)
+
+
+def _run(arrivals: Iterator[Arrival], cluster: Cluster, policy: Policy, kill_at_limit: bool,
+         recorder: Recorder) -> tuple[int, PolicyStats]:
     n_machines = len(cluster.machines)
-    arrivals = sorted(jobs, key=lambda job: (job.submit, job.id))
-    arrival_times = [job.submit for job in arrivals]
-    n_arrivals = len(arrivals)
-    index_of = {job.id: i for i, job in enumerate(jobs)}
-    view = EngineView(cluster, [list(cap) for cap in cluster.machines], {}, {wf.id: wf for wf in workflows})
+    view = EngineView(cluster, [list(cap) for cap in cluster.machines])
     free = view.free
     running = view.running
+    active = view.workflows  # arrived, not finished
     policy.attach(view)
     on_complete, on_submit, schedule, next_wakeup = (
         policy.complete, policy.submit, policy.schedule, policy.next_wakeup)
+    started, arrived = recorder.started, recorder.arrived
     heappush, heappop = heapq.heappush, heapq.heappop
 
-    starts: list[float] = [math.nan] * len(jobs)
-    ends: list[float] = [math.nan] * len(jobs)
-    machines: list[int] = [0] * len(jobs)
-    done: set[int] = set()
+    pending: dict[int, Job] = {}  # arrived, not started
+    done: set[int] = set()  # ended: jobs of no workflow, tasks of unfinished workflows
+    left: dict[int, int] = {}  # unfinished workflow → its tasks not ended
     completions: list[tuple[float, int]] = []
-    next_arrival = 0
+    upcoming = next(arrivals, None)
     wakeup: float | None = None
     passes = 0
     single = len(cluster.machines) == 1 and len(cluster.resources) == 1
     pool = free[0]
 
+    def ended(job: Job, now: float) -> None:
+        """Tell the policy; a workflow's last task ends the workflow."""
+        on_complete(job, now)
+        wf_id = job.workflow
+        if wf_id in left:
+            left[wf_id] -= 1
+            if not left[wf_id]:
+                del left[wf_id]
+                wf = active.pop(wf_id)
+                done.difference_update(task.id for task in wf.tasks)
+                recorder.finished(wf, policy.workflow_done(wf_id))
+
     while True:
         now = completions[0][0] if completions else math.inf
-        if next_arrival < n_arrivals and arrival_times[next_arrival] < now:
-            now = arrival_times[next_arrival]
+        if upcoming is not None and upcoming[0] < now:
+            now = upcoming[0]
         if wakeup is not None and wakeup < now:
             now = wakeup
         if now == math.inf:
@@ -146,31 +294,44 @@ def _run(jobs: Sequence[Job], cluster: Cluster, policy: Policy, kill_at_limit: b
                 for r, amount in enumerate(job.demand):
                     capacity[r] += amount
             done.add(job_id)
-            on_complete(job, now)
-        while next_arrival < n_arrivals and arrival_times[next_arrival] == now:
-            on_submit(arrivals[next_arrival], now)
-            next_arrival += 1
+            ended(job, now)
+        if upcoming is not None and upcoming[0] == now:
+            batch: list[Job] = []
+            while upcoming is not None and upcoming[0] == now:
+                _, wf, jobs = upcoming
+                if wf is not None:
+                    if wf.id in active:
+                        raise InputError(f"workflow {wf.id} arrives at {now} while a workflow of that id is unfinished")
+                    active[wf.id] = wf
+                    left[wf.id] = len(jobs)
+                    arrived(wf)
+                batch.extend(jobs)
+                upcoming = next(arrivals, None)
+            batch.sort(key=lambda job: job.id)
+            for job in batch:
+                if job.id in pending or job.id in running or job.id in done:
+                    raise InputError(f"job {job.id}: duplicate job id")
+                pending[job.id] = job
+                on_submit(job, now)
         passes += 1
         instant: list[Job] = []  # zero-length tasks started (and so completed) in this pass
         for decision in schedule(now):
             job = decision.job
-            i = index_of[job.id]
-            if starts[i] == starts[i]:  # not NaN: already started
-                raise SchedulingError(f"{policy.name}: job {job.id} started twice")
-            if job.submit > now:
-                raise SchedulingError(f"{policy.name}: job {job.id} started at {now} before its submission")
+            if pending.pop(job.id, None) is None:
+                if job.submit > now:
+                    raise SchedulingError(f"{policy.name}: job {job.id} started at {now} before its submission")
+                raise SchedulingError(f"{policy.name}: job {job.id} started twice (or is not a job of this run)")
             if not 0 <= decision.machine < n_machines:
                 raise SchedulingError(f"{policy.name}: job {job.id} started on machine {decision.machine}; "
                                       f"the cluster has machines 0..{n_machines - 1}")
-            if release and release.get(job.id, now) > now:
+            if active and job.workflow in active and active[job.workflow].earliest_start > now:
                 raise SchedulingError(f"{policy.name}: task {job.id} started at {now} before its workflow's "
-                                      f"earliest start {release[job.id]}")
+                                      f"earliest start {active[job.workflow].earliest_start}")
             if job.parents and not done.issuperset(job.parents):
                 raise SchedulingError(f"{policy.name}: task {job.id} started before its parents finished")
             duration = min(job.runtime, job.time_limit) if kill_at_limit else job.runtime
             if now + duration == now and job.workflow >= 0:
-                starts[i] = ends[i] = now
-                machines[i] = decision.machine
+                started(JobRecord(job, now, now, decision.machine))
                 done.add(job.id)
                 instant.append(job)
                 continue
@@ -187,20 +348,19 @@ def _run(jobs: Sequence[Job], cluster: Cluster, policy: Policy, kill_at_limit: b
                         f"{decision.machine} (free {capacity}) at t={now}")
                 for r, amount in enumerate(job.demand):
                     capacity[r] -= amount
-            starts[i] = now
-            ends[i] = now + duration
-            machines[i] = decision.machine
+            started(JobRecord(job, now, now + duration, decision.machine))
             running[job.id] = (job, now, decision.machine)
             heappush(completions, (now + duration, job.id))
         for job in instant:
-            on_complete(job, now)
+            ended(job, now)
         wakeup = next_wakeup(now)
         if wakeup is not None and wakeup <= now:
             raise SchedulingError(f"{policy.name}: wake-up {wakeup} is not after now ({now})")
 
-    never = [jobs[i].id for i in range(len(jobs)) if math.isnan(starts[i])]
-    if never:
-        raise SchedulingError(f"{policy.name}: {len(never)} jobs never started (first: {never[:5]})")
-    records = [JobRecord(job, starts[i], ends[i], machines[i]) for i, job in enumerate(jobs)]
-    return SimulationResult(records, cluster, policy.name, passes, policy.stats(), workflows)
-
+    if pending:
+        raise SchedulingError(f"{policy.name}: {len(pending)} jobs never started (first: {list(pending)[:5]})")
+    stats = policy.stats()
+    if stats.seconds_by_job or any(stats.task_values.values()):
+        raise SchedulingError(f"{policy.name}: stats() reports per-workflow values; a policy hands those over "
+                              f"per workflow, from workflow_done()")
+    return passes, stats

@@ -4,18 +4,26 @@
 replayed from the command line and the same trace in a sweep give the same numbers. The workload's
 ``kind`` picks the metric set (:data:`METRIC_SETS`); the policy's own statistics
 (:class:`~sim.core.PolicyStats`) are merged in, so no caller needs a branch per workload.
+
+A job workload (``hpc``, ``multires``) is simulated whole and measured from its schedule. A
+``workflow`` workload streams: its workflows are taken as the run reaches them and folded into the
+metrics as they finish (:class:`~sim.workflows.metrics.WorkflowMetrics`), so memory follows the
+unfinished workflows; the per-task table goes to a ``tasks`` sink only when one is given.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from sim.core import Cluster, InputError, SimulationResult, Workload
-from sim.engine import simulate, validate_jobs
+from sim.engine import simulate, simulate_stream, validate_jobs
 from sim.metrics import job_table, summarize
 from sim.policies.base import Policy
+
+if TYPE_CHECKING:
+    from sim.workflows.metrics import TaskSink
 
 Tables = dict[str, dict[str, list[Any]]]
 MetricSet = Callable[[SimulationResult, Workload], tuple[dict[str, float], Tables]]
@@ -33,15 +41,10 @@ def _multires(result: SimulationResult, workload: Workload) -> tuple[dict[str, f
     return summary, {"jobs": job_table(result), "dominant_shares": dominant_share_timeline(result)}
 
 
-def _workflow(result: SimulationResult, workload: Workload) -> tuple[dict[str, float], Tables]:
-    from sim.workflows.metrics import task_table, workflow_summary, workflow_table  # only workflow runs need them
-
-    return (workflow_summary(result, workload.warmup),
-            {"tasks": task_table(result), "workflows": workflow_table(result)})
-
-
-#: workload kind → (summary metrics, tables saved with the run)
-METRIC_SETS: dict[str, MetricSet] = {"hpc": _hpc, "multires": _multires, "workflow": _workflow}
+#: job-workload kind → (summary metrics, tables saved with the run), from the whole schedule
+METRIC_SETS: dict[str, MetricSet] = {"hpc": _hpc, "multires": _multires}
+#: every workload kind: the job kinds and ``workflow`` (its metrics folded during the run)
+KINDS = (*METRIC_SETS, "workflow")
 
 
 def check_kind(policy: Policy, kind: str) -> None:
@@ -53,7 +56,10 @@ def check_kind(policy: Policy, kind: str) -> None:
 
 @dataclass
 class RunResult:
-    """One simulated run: the schedule, its summary metrics, its tables and what reading taught us."""
+    """One simulated run: the schedule, its summary metrics, its tables and what reading taught us.
+
+    For a workflow run ``result`` holds no records and no workflows (they were folded as they
+    happened; the per-task rows went to the ``tasks`` sink, if any) and ``tables`` only ``workflows``."""
 
     result: SimulationResult
     summary: dict[str, float]
@@ -62,18 +68,40 @@ class RunResult:
 
 
 def run(workload: Workload, cluster: Cluster, policy: Policy, *, kill_at_limit: bool = False,
-        drop_oversized: bool = False) -> RunResult:
-    """Validate the workload against the cluster, simulate it and compute the workload kind's metrics."""
-    if workload.kind not in METRIC_SETS:
-        raise InputError(f"unknown workload kind {workload.kind!r}; expected one of {', '.join(METRIC_SETS)}")
+        drop_oversized: bool = False, tasks: TaskSink | None = None) -> RunResult:
+    """Validate the workload against the cluster, simulate it and compute the workload kind's metrics.
+
+    ``drop_oversized`` applies to job workloads, ``tasks`` (where each task's row goes) to workflow runs."""
+    if workload.kind not in KINDS:
+        raise InputError(f"unknown workload kind {workload.kind!r}; expected one of {', '.join(KINDS)}")
     check_kind(policy, workload.kind)
+    if workload.kind == "workflow":
+        return _run_workflows(workload, cluster, policy, kill_at_limit, tasks)
+    if tasks is not None:
+        raise InputError(f"a {workload.kind} workload has no per-task table: tasks= is for workflow runs")
     jobs, dropped = validate_jobs(workload.jobs, cluster, drop_oversized=drop_oversized)
     if not jobs:  # every metric would be over an empty set
         why = (f"all {dropped} jobs are wider than the machine and were dropped (drop_oversized)" if dropped
                else "the workload has no jobs")
         raise InputError(f"{workload.source or 'workload'}: {why}: nothing to simulate")
-    result = simulate(jobs, cluster, policy, kill_at_limit=kill_at_limit, workflows=workload.workflows)
+    result = simulate(jobs, cluster, policy, kill_at_limit=kill_at_limit)
     summary, tables = METRIC_SETS[workload.kind](result, workload)
     summary.update(result.stats.counters)
     notes = dict(workload.notes, **({"dropped_oversized": dropped} if dropped else {}))
     return RunResult(result, summary, tables, notes)
+
+
+def _run_workflows(workload: Workload, cluster: Cluster, policy: Policy, kill_at_limit: bool,
+                   tasks: TaskSink | None) -> RunResult:
+    from sim.workflows.metrics import WorkflowMetrics  # only workflow runs need it
+
+    if workload.jobs:
+        raise InputError(f"{workload.source or 'workload'}: a workflow workload's tasks are its workflows' "
+                         f"(Workload.workflows); its jobs must be empty")
+    metrics = WorkflowMetrics(cluster, workload.warmup, tasks)
+    passes, stats = simulate_stream(workload.workflows, cluster, policy, metrics, kill_at_limit=kill_at_limit)
+    if not metrics.arrived_count:
+        raise InputError(f"{workload.source or 'workload'}: the workload has no workflows: nothing to simulate")
+    summary = metrics.summary() | stats.counters
+    return RunResult(SimulationResult([], cluster, policy.name, passes, stats), summary,
+                     {"workflows": metrics.table}, dict(workload.notes))

@@ -1,10 +1,12 @@
 """Column tables (``{column: [values…]}``, as :mod:`sim.metrics` and :mod:`sim.workflows.metrics`
-return them) written as CSV, atomically: to a temporary file, then renamed."""
+return them) and tables produced row by row, written as CSV atomically: to a temporary file, then
+renamed."""
 
 from __future__ import annotations
 
 import csv
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -24,12 +26,24 @@ def cell(value: Any) -> str:
     return str(value)
 
 
+@contextmanager
+def csv_rows(path: Path, columns: Sequence[str]) -> Iterator[Callable[[Sequence[Any]], None]]:
+    """A function writing one row (cells as :func:`cell`) to a CSV file with header ``columns``, as
+    the rows are produced; the file appears, complete, when the block ends, and not at all if it raises."""
+    tmp = path.with_name(path.name + ".tmp")
+    try:
+        with tmp.open("w", newline="") as handle:
+            writer = csv.writer(handle)
+            writer.writerow(columns)
+            yield lambda row: writer.writerow([cell(v) for v in row])
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
+    tmp.replace(path)
+
+
 def write_csv(table: Mapping[str, Sequence[Any]], path: Path) -> None:
     """Write ``table`` with a header row; the file appears complete or not at all."""
-    tmp = path.with_name(path.name + ".tmp")
-    with tmp.open("w", newline="") as handle:
-        writer = csv.writer(handle)
-        writer.writerow(list(table))
+    with csv_rows(path, list(table)) as write:
         for row in zip(*table.values(), strict=True):
-            writer.writerow([cell(v) for v in row])
-    tmp.replace(path)
+            write(row)

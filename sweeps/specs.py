@@ -236,6 +236,7 @@ class _StreamParams:
     jobs: int = 2000
     warmup: int = 200
     save_stream: bool = False
+    save_tasks: bool = False
 
     def __post_init__(self) -> None:
         check_stream(self.jobs, self.warmup, self.arrival_rate, self.s_max, self.em_max)
@@ -335,6 +336,7 @@ class WorkflowFile:
     path: str = "???"
     warmup: int = 0
     base_dir: str = "."
+    save_tasks: bool = False
 
     def __post_init__(self) -> None:
         if not self.path or self.path == "???":

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import tempfile
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -24,11 +25,14 @@ from sim.engine import OversizedJobError
 from sim.policies.base import EngineView
 from sim.policies.loading import build_policy
 from sim.run import check_kind, run
+from sim.workflows.metrics import TASK_COLUMNS
 from sweeps.identity import sha256_file
 from sweeps.specs import TRACE_SOURCES, slotted_shape
 
 #: The artifact holding a run's drawn workflow stream (``workload.save_stream=true``).
 STREAM_ARTIFACT = "workflow_stream.json"
+#: The artifact holding a workflow run's per-task table (``workload.save_tasks=true``).
+TASKS_ARTIFACT = "tasks.parquet"
 
 #: Top-level keys a run config may have (a misspelled key in an experiment file is an error).
 TOP_LEVEL_KEYS = frozenset(
@@ -41,11 +45,12 @@ class RunOutcome:
     """What a worker sends back: the summary metrics, the job table and what reading taught us."""
 
     summary: dict[str, float]
-    #: column tables saved as ``<name>.parquet`` artifacts (the workload kind's, see ``sim.run.METRIC_SETS``)
+    #: column tables saved as ``<name>.parquet`` artifacts (the workload kind's, see ``sim.run``)
     tables: dict[str, dict[str, list[Any]]]
     notes: dict[str, int] = field(default_factory=dict)
     seconds: float = 0.0
-    #: artifact files, name → content: ``workflow_stream.json`` when ``workload.save_stream`` is true
+    #: artifact files, name → content: ``workflow_stream.json`` when ``workload.save_stream`` is true,
+    #: ``tasks.parquet`` when ``workload.save_tasks`` is
     files: dict[str, bytes] = field(default_factory=dict)
     #: the machine's node count when the workload sized it (``cluster=from_trace``), else ``None``
     nodes_from_workload: int | None = None
@@ -122,16 +127,55 @@ def run_one(cfg: dict[str, Any]) -> RunOutcome:
     sized = None if cluster else workload.default_nodes
     cluster = cluster or parts.cluster.build(workload.default_nodes)
     policy = _instantiate("policy", cfg, weights=getattr(workload, "weights", None))
-    try:
-        done = run(workload, cluster, policy, kill_at_limit=parts.kill_at_limit, drop_oversized=parts.drop_oversized)
-    except OversizedJobError as error:
-        fix = "engine.drop_oversized=true"
-        raise InputError(error.describe(workload.source, workload.lines.get(error.job_id), fix)) from None
-    seconds = time.perf_counter() - tic
-    saves = getattr(parts.workload, "save_stream", False)
-    return RunOutcome(summary=done.summary, tables=done.tables, notes=done.notes, seconds=seconds,
-                      files={STREAM_ARTIFACT: _stream_bytes(parts.workload, workload, cluster)} if saves else {},
+    files: dict[str, bytes] = {}
+    with tempfile.TemporaryDirectory(prefix="schedlab-run-") as tmp:
+        saves_tasks = getattr(parts.workload, "save_tasks", False)
+        tasks = ParquetRows(Path(tmp) / TASKS_ARTIFACT, TASK_COLUMNS) if saves_tasks else None
+        try:
+            done = run(workload, cluster, policy, kill_at_limit=parts.kill_at_limit,
+                       drop_oversized=parts.drop_oversized, tasks=tasks)
+        except OversizedJobError as error:
+            fix = "engine.drop_oversized=true"
+            raise InputError(error.describe(workload.source, workload.lines.get(error.job_id), fix)) from None
+        seconds = time.perf_counter() - tic
+        if tasks is not None:
+            files[TASKS_ARTIFACT] = tasks.close().read_bytes()
+        if getattr(parts.workload, "save_stream", False):  # the file ``python -m sim STREAM.json`` replays
+            stream = parts.workload.stream_file(workload, cluster, Path(tmp) / STREAM_ARTIFACT)
+            files[STREAM_ARTIFACT] = stream.read_bytes()
+    return RunOutcome(summary=done.summary, tables=done.tables, notes=done.notes, seconds=seconds, files=files,
                       nodes_from_workload=sized, inputs=read)
+
+
+class ParquetRows:
+    """A task sink writing rows to a Parquet file as they are produced, ``batch`` rows per row group;
+    :meth:`close` writes the rest and returns the path."""
+
+    def __init__(self, path: Path, columns: Sequence[str], batch: int = 65_536) -> None:
+        self.path, self.columns, self.batch = path, tuple(columns), batch
+        self._rows: list[Sequence[Any]] = []
+        self._writer: Any = None
+
+    def __call__(self, row: Sequence[Any]) -> None:
+        self._rows.append(row)
+        if len(self._rows) >= self.batch:
+            self._flush()
+
+    def _flush(self) -> None:
+        import pyarrow as pa
+        import pyarrow.parquet as pq
+
+        table = pa.table({name: [row[k] for row in self._rows] for k, name in enumerate(self.columns)})
+        if self._writer is None:
+            self._writer = pq.ParquetWriter(self.path, table.schema)
+        self._writer.write_table(table.cast(self._writer.schema))
+        self._rows.clear()
+
+    def close(self) -> Path:
+        if self._rows or self._writer is None:
+            self._flush()
+        self._writer.close()
+        return self.path
 
 
 def file_digests(files: dict[str, Path]) -> dict[str, str]:
@@ -143,12 +187,6 @@ def check_inputs(parts: RunParts) -> None:
     """Read a run's input files as the worker will (its workload built once, with seed 0): a bad line of a
     trace stops the sweep on the driver, before Ray starts, instead of failing every run in a worker."""
     parts.workload.build(np.random.default_rng(0), parts.cluster.build() if parts.cluster.fixed else None)
-
-
-def _stream_bytes(spec: Any, workload: Any, cluster: Cluster) -> bytes:
-    """The drawn workflow stream as the file ``python -m sim STREAM.json`` replays."""
-    with tempfile.TemporaryDirectory(prefix="schedlab-stream-") as tmp:
-        return spec.stream_file(workload, cluster, Path(tmp) / STREAM_ARTIFACT).read_bytes()
 
 
 _BUILT: dict[tuple[str, str], Any] = {}

@@ -94,7 +94,32 @@ def test_every_workflow_workload_runs_end_to_end(workload: str) -> None:
     assert outcome.summary["jobs"] == 18
     assert {"late/proportion", "turnaround/mean", "overhead/mean_s", "util", "load/offered",
             "remap/attempts"} <= set(outcome.summary)
-    assert set(outcome.tables) == {"tasks", "workflows"}
+    assert set(outcome.tables) == {"workflows"} and outcome.files == {}  # the task table only when asked
+
+
+def test_a_workflow_run_saves_its_task_table_when_asked(tmp_path: Path) -> None:
+    import io
+
+    import numpy as np
+    import pyarrow.parquet as pq
+
+    from sim.policies import policy_from_conf
+    from sim.run import run
+    from sim.workflows.metrics import TASK_COLUMNS, TaskTable
+
+    cfg = task_config(load("policy=rmdcwf", *WORKFLOWS, "workload=ligo", "workload.save_tasks=true", "seed=2"))
+    outcome = task.run_one(cfg)
+    assert set(outcome.files) == {"tasks.parquet"}
+    parts = task.prepare(cfg)
+    cluster = parts.cluster.build()
+    tasks = TaskTable()
+    run(parts.workload.build(np.random.default_rng(2), cluster), cluster, policy_from_conf("rmdcwf"), tasks=tasks)
+    assert pq.read_table(io.BytesIO(outcome.files["tasks.parquet"])).to_pydict() == tasks.columns
+    writer = task.ParquetRows(tmp_path / "t.parquet", TASK_COLUMNS, batch=300)  # several row groups
+    for row in zip(*tasks.columns.values(), strict=True):
+        writer(row)
+    assert pq.read_table(writer.close()).to_pydict() == tasks.columns
+    assert pq.ParquetFile(tmp_path / "t.parquet").metadata.num_row_groups == -(-len(tasks.columns["job_id"]) // 300)
 
 
 def test_backfilling_on_a_multi_resource_cluster_fails_before_running() -> None:

@@ -28,7 +28,7 @@ from sim.run import run
 from sim.workflows.calendar import Calendar
 from sim.workflows.files import read_stream
 from sim.workflows.mapping import sweep_order
-from sim.workflows.metrics import workflow_summary
+from sim.workflows.metrics import TaskTable, workflow_summary
 from sim.workflows.stream import make_workflow, workflow_stream
 from sim.workflows.wfformat import read_wfformat
 from sim.workloads import load_trace, synthetic_hpc
@@ -104,8 +104,9 @@ def test_a_task_shorter_than_the_clock_resolves_still_runs_after_its_parent(tmp_
     """1e-7 s at t ≈ 1e10 (within the bounds) changes no float: the task is instant, not a SchedulingError."""
     t = 1e10 - 10
     workload, m, c_r = read_stream(stream_file(tmp_path, runtime=1e-7, arrival=t, earliest_start=t, deadline=1e10))
-    done = run(workload, Cluster.slotted(m, c_r), rmdcwf())
-    assert [(r.start, r.end) for r in done.result.records] == [(t, t), (t, t + 5), (t, t + 5)]
+    tasks = TaskTable()
+    run(workload, Cluster.slotted(m, c_r), rmdcwf(), tasks=tasks)
+    assert list(zip(tasks.columns["start"], tasks.columns["end"], strict=True)) == [(t, t), (t, t + 5), (t, t + 5)]
 
 
 def _instance(tasks: list[dict]) -> dict:
@@ -157,8 +158,8 @@ def test_specs_refuse_parameters_beyond_the_bounds(build, message: str) -> None:
 
 def test_a_generated_deadline_beyond_the_bound_names_the_workflow() -> None:
     with pytest.raises(InputError, match=r"^ligo\(n=50\): workflow 0: deadline: expected a time in seconds"):
-        workflow_stream(np.random.default_rng(0), "ligo", jobs=1, arrival_rate=0.01, s_max=10, em_max=1e12,
-                        machines=4, slots=2)
+        list(workflow_stream(np.random.default_rng(0), "ligo", jobs=1, arrival_rate=0.01, s_max=10, em_max=1e12,
+                             machines=4, slots=2).workflows)  # each workflow is built when the run reaches it
 
 
 # --- A: a wide fan-out plans in near-linear time, with the schedule it always had --------------------
@@ -174,12 +175,13 @@ def fan_out_workload(runtimes: list[float], copies: int, m: int, c: int) -> Work
         wf = make_workflow(j, first, float(j), float(j) + 2 * (j % 2), 20.0 - 4 * j, runtimes, parents, m, c)
         workflows.append(wf)
         first += len(runtimes)
-    return Workload([t for wf in workflows for t in wf.tasks], kind="workflow", workflows=tuple(workflows))
+    return Workload(kind="workflow", workflows=tuple(workflows))
 
 
 def placements(workload: Workload, m: int, c: int, **options: str) -> list[tuple[int, float]]:
-    tasks = run(workload, Cluster.slotted(m, c), rmdcwf(**options)).tables["tasks"]
-    return list(zip(tasks["resource"], tasks["start"], strict=True))
+    tasks = TaskTable()
+    run(workload, Cluster.slotted(m, c), rmdcwf(**options), tasks=tasks)
+    return list(zip(tasks.columns["resource"], tasks.columns["start"], strict=True))
 
 
 def test_wide_fan_out_schedule_equals_the_old_implementation() -> None:
@@ -188,7 +190,7 @@ def test_wide_fan_out_schedule_equals_the_old_implementation() -> None:
     fan = [[]] + [[0]] * (len(FAN) - 1)
     workflows = (make_workflow(0, 0, 0.0, 0.0, 20.0, FAN, fan, 2, 2),
                  make_workflow(1, len(FAN), 1.0, 3.0, 16.0, FAN[:6], fan[:6], 2, 2))
-    workload = Workload([t for wf in workflows for t in wf.tasks], kind="workflow", workflows=workflows)
+    workload = Workload(kind="workflow", workflows=workflows)
     assert placements(workload, 2, 2) == [
         (0, 0.0), (1, 10.0), (1, 5.0), (1, 5.0), (0, 10.5), (1, 8.0), (0, 8.5), (0, 5.0), (0, 9.0), (0, 10.0),
         (1, 8.0), (0, 5.0), (1, 10.5), (0, 18.0), (1, 15.5), (0, 16.5), (1, 18.5), (1, 17.0)]
@@ -374,8 +376,9 @@ def test_no_metric_is_computed_over_an_empty_set() -> None:
     instant = rigid_job(0, 5.0, 2, 0.0)
     assert math.isnan(summarize(SimulationResult([JobRecord(instant, 5.0, 5.0)], cluster, "easy", 1))["util"])
     wf = make_workflow(0, 0, 0.0, 0.0, 10.0, [0.0], [[]], 2, 1)
-    result = run(Workload(list(wf.tasks), kind="workflow", workflows=(wf,)), Cluster.slotted(2, 1), rmdcwf()).result
-    assert math.isnan(workflow_summary(result)["util"])
+    assert math.isnan(run(Workload(kind="workflow", workflows=(wf,)), Cluster.slotted(2, 1), rmdcwf()).summary["util"])
     with pytest.raises(InputError, match="warm-up of 1 workflows leaves none of the 1 to measure"):
-        workflow_summary(result, warmup=1)
+        run(Workload(kind="workflow", workflows=(wf,), warmup=1), Cluster.slotted(2, 1), rmdcwf())
+    with pytest.raises(InputError, match="the workload has no workflows: nothing to simulate"):
+        run(Workload(kind="workflow"), Cluster.slotted(2, 1), rmdcwf())
 

@@ -10,7 +10,7 @@ import sys
 import numpy as np
 import pytest
 
-from sim.core import Cluster, InputError, SimulationResult, Workload
+from sim.core import Cluster, InputError, Job, SimulationResult, Workload
 from sim.engine import simulate
 from sim.invariants import check_schedule
 from sim.policies import policy_from_conf
@@ -29,10 +29,14 @@ def small_stream(seed: int = 0, jobs: int = 12, rate: float = 0.05, m: int = 3) 
                             em_max=1.5, machines=m, slots=2)
 
 
+def tasks(workload: Workload) -> list[Job]:
+    return [t for wf in workload.workflows for t in wf.tasks]
+
+
 def run_mrcp(workload: Workload, m: int = 3, **options: object) -> tuple[SimulationResult, MrcpPolicy]:
     policy = policy_from_conf("mrcp", **options)
     assert isinstance(policy, MrcpPolicy)
-    result = simulate(workload.jobs, Cluster.slotted(m, 2), policy, workflows=workload.workflows, check=True)
+    result = simulate(tasks(workload), Cluster.slotted(m, 2), policy, workflows=workload.workflows, check=True)
     return result, policy
 
 
@@ -82,7 +86,7 @@ def test_cp_meets_every_deadline_where_greedy_rmdcwf_does_not() -> None:
 def test_plans_pass_engine_validation_and_the_invariant_checker(resources: str) -> None:
     workload = small_stream()
     result, policy = run_mrcp(workload, resources=resources)
-    check_schedule(workload.jobs, result)  # explicitly too (simulate also ran it, check=True)
+    check_schedule(tasks(workload), result)  # explicitly too (simulate also ran it, check=True)
     records = {r.job.id: r for r in result.records}
     for wf in workload.workflows:
         assert all(records[t.id].start >= wf.earliest_start for t in wf.tasks)
@@ -112,7 +116,7 @@ def test_no_solution_falls_back_to_the_previous_plan_plus_greedy_placement(monke
     result, policy = run_mrcp(workload)
     counters = policy.stats().counters
     assert counters["mrcp/fallbacks"] == counters["mrcp/solves"] == 6
-    assert len(result.records) == len(workload.jobs)  # every task started, validated by the engine
+    assert len(result.records) == len(tasks(workload))  # every task started, validated by the engine
 
 
 def test_solve_seconds_are_the_overhead_and_only_unstarted_tasks_enter_the_model() -> None:

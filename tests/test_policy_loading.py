@@ -83,7 +83,7 @@ def test_targets_that_do_not_resolve(target: str, message: str) -> None:
      "(sim/policies/base.py); subclass sim.policies.base.BasePolicy for the defaults"),
     (f"{HELPERS}:Unfinished", {}, f"policy {HELPERS}:Unfinished lacks schedule() of the Policy protocol"),
     (f"{HELPERS}:nameless", {}, f"policy {HELPERS}:nameless lacks attach(), submit(), complete(), schedule(), "
-     "next_wakeup(), stats(), name, preserves_order, workload_kinds of the Policy protocol"),
+     "next_wakeup(), workflow_done(), stats(), name, preserves_order, workload_kinds of the Policy protocol"),
     (f"{HELPERS}:FirstFit", {"foo": 1}, f"policy {HELPERS}:FirstFit does not accept option 'foo' "
      "(it takes: order, max_starts)"),
     (f"{HELPERS}:picky", {}, f"policy {HELPERS}:picky needs option 'speed'"),

@@ -85,3 +85,31 @@ def test_a_failed_remapping_restores_the_plan_exactly() -> None:
     result = simulate_workflows(wfs, 1, 1)
     assert starts(result) == {0: (50.0, 0), 100: (40.0, 0), 200: (60.0, 0)}
     assert lateness(result) == {0: False, 1: False, 2: True}
+
+
+# one slot, all at time 0. X (7 s, d = 7) is planned at [0, 7). A: a0 (2) → a1 (3), d = 20, PD shares
+# 6, 9 → sd_a0 = 8: TSP1 gives a0 [7, 9), past 8, and every remap list is (X, A), tried once and then
+# refused, so A is force-mapped at a0 [7, 9), a1 [9, 12) — on time for d = 20, but mapJobHelper
+# returned false. B (1 s, d = 12.5) then gets [12, 13), past 12.5: the remap takes X, B, A.
+FORCED = [workflow(0, [(7, ())], 7.0), workflow(1, [(2, ()), (3, (0,))], 20.0), workflow(2, [(1, ())], 12.5)]
+
+
+def test_a_job_force_mapped_after_a_failed_remap_is_late_from_then_on() -> None:
+    # forced: A is late, so it goes last without a check: X [0,7), B [7,8), then a0 [8,10), a1 [10,13)
+    # and everyone meets d_j. planned: A is checked again and a0 misses sd 8 once more; its nested
+    # attempt is the list already tried, so B's remap fails and B is force-mapped at [12, 13): late.
+    forced = Planner(1, 1, PlannerConfig())
+    planned = Planner(1, 1, PlannerConfig(late_rule="planned"))
+    for planner in (forced, planned):
+        for wf in FORCED[:2]:
+            planner.map_job(wf, 0.0)
+        a = planner.plans[1]
+        assert a.forced and a.completion == 12.0
+    assert forced.plans[1].late and not planned.plans[1].late
+    b_forced, b_planned = forced.map_job(FORCED[2], 0.0), planned.map_job(FORCED[2], 0.0)
+    assert [(p.start, p.end) for p in b_forced.placed.values()] == [(7.0, 8.0)]
+    assert [(p.start, p.end) for p in forced.plans[1].placed.values()] == [(8.0, 10.0), (10.0, 13.0)]
+    assert [(p.start, p.end) for p in b_planned.placed.values()] == [(12.0, 13.0)]
+    assert forced.counters["remap/successes"] == 1 and planned.counters["remap/successes"] == 0
+    assert lateness(simulate_workflows(FORCED, 1, 1)) == {0: False, 1: False, 2: False}
+    assert lateness(simulate_workflows(FORCED, 1, 1, late_rule="planned")) == {0: False, 1: False, 2: True}

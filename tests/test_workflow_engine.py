@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 
 import pytest
@@ -11,6 +12,7 @@ from sim.engine import SchedulingError, simulate
 from sim.invariants import InvariantViolation, check_schedule
 from sim.policies.base import EngineView
 from sim.run import run
+from sim.workflows.metrics import TaskTable
 
 
 def task(tid: int, wf: int, runtime: float, parents: tuple[int, ...] = (), arrival: float = 0.0) -> Job:
@@ -44,8 +46,11 @@ class Scripted:
     def next_wakeup(self, now: float) -> float | None:
         return min((t for t, _, _ in self.plan if t > now), default=None)
 
+    def workflow_done(self, workflow: int) -> PolicyStats:
+        return PolicyStats(seconds_by_job={workflow: 0.5}, task_values={"sub_deadline": {0: 7.0}})
+
     def stats(self) -> PolicyStats:
-        return PolicyStats({"remap/attempts": 3.0}, {0: 0.5}, {"sub_deadline": {0: 7.0}})
+        return PolicyStats({"remap/attempts": 3.0})
 
 
 def one_workflow(earliest: float = 5.0, deadline: float = 20.0) -> Workflow:
@@ -92,14 +97,32 @@ def test_the_checker_catches_an_early_start_and_a_bad_machine() -> None:
 
 def test_policy_statistics_reach_the_summary_and_tables() -> None:
     wf = one_workflow(deadline=11.0)
-    workload = Workload(list(wf.tasks), kind="workflow", workflows=(wf,))
-    done = run(workload, CLUSTER, Scripted([(5.0, 0, 0), (9.0, 1, 0), (9.0, 2, 1)]))
+    workload = Workload(kind="workflow", workflows=(wf,))
+    tasks = TaskTable()
+    done = run(workload, CLUSTER, Scripted([(5.0, 0, 0), (9.0, 1, 0), (9.0, 2, 1)]), tasks=tasks)
     assert done.summary["remap/attempts"] == 3.0
     assert done.summary["overhead/mean_s"] == 0.5
     assert done.summary["late/proportion"] == 1.0  # completes at 12 > 11
     assert done.summary["turnaround/mean"] == 12.0 - 5.0
-    assert done.tables["tasks"]["sub_deadline"][0] == 7.0
-    assert done.tables["workflows"]["completion"] == [12.0]
+    assert {k: v for k, v in tasks.columns.items() if k != "sub_deadline"} == {
+        "job_id": [0, 0, 0], "task_id": [0, 1, 2], "resource": [0, 0, 1], "start": [5.0, 9.0, 9.0],
+        "end": [9.0, 9.0, 12.0]}
+    sub = tasks.columns["sub_deadline"]
+    assert sub[0] == 7.0 and math.isnan(sub[1]) and math.isnan(sub[2])
+    assert done.tables == {"workflows": {"job_id": [0], "arrival": [0.0], "earliest_start": [5.0], "deadline": [11.0],
+                                         "completion": [12.0], "late": [True]}}
+    result = simulate(wf.tasks, CLUSTER, Scripted([(5.0, 0, 0), (9.0, 1, 0), (9.0, 2, 1)]), workflows=[wf])
+    assert result.stats == PolicyStats({"remap/attempts": 3.0}, {0: 0.5}, {"sub_deadline": {0: 7.0}})
+
+
+def test_per_workflow_values_from_stats_are_refused() -> None:
+    class Late(Scripted):
+        def stats(self) -> PolicyStats:
+            return PolicyStats({}, {0: 0.5})
+
+    wf = one_workflow()
+    with pytest.raises(SchedulingError, match=r"per-workflow values; .* from workflow_done\(\)"):
+        simulate(wf.tasks, CLUSTER, Late([(5.0, 0, 0), (9.0, 1, 0), (9.0, 2, 1)]), workflows=[wf])
 
 
 def test_a_policy_is_refused_on_a_workload_kind_it_cannot_schedule() -> None:
@@ -107,7 +130,7 @@ def test_a_policy_is_refused_on_a_workload_kind_it_cannot_schedule() -> None:
     from sim.policies import policy_from_conf
 
     wf = one_workflow()
-    workload = Workload(list(wf.tasks), kind="workflow", workflows=(wf,))
+    workload = Workload(kind="workflow", workflows=(wf,))
     with pytest.raises(InputError, match="policy 'easy' schedules hpc or multires workloads, not workflow"):
         run(workload, CLUSTER, policy_from_conf("easy"))
 

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from sim.core import InputError
-from sim.workflows.files import read_stream, stream_dict, write_stream
+from sim.workflows.files import read_stream, write_stream
 from sim.workflows.stream import workflow_stream
 from sim.workflows.wfformat import read_wfformat, wfformat_stream
 from sweeps.specs import SlottedCluster, WfFormatFolder, WorkflowFile, WorkflowStream
@@ -37,13 +37,13 @@ def test_round_trip_gives_equal_workflows(tmp_path, kind):
     path = write_stream(tmp_path / "s.json", w.workflows, 4, 2)
     back, m, c_r = read_stream(path, warmup=4)
     assert (m, c_r) == (4, 2) and back.kind == "workflow" and back.warmup == 4
-    assert back.workflows == w.workflows and back.jobs == w.jobs
+    assert back.workflows == tuple(w.workflows) and back.jobs == w.jobs == []
     assert [p.name for p in tmp_path.iterdir()] == ["s.json"]  # the temporary file is gone
 
 
 def test_file_layout_has_local_task_ids(tmp_path):
     w = workflow_stream(np.random.default_rng(1), "ligo", **{**STREAM, "jobs": 3})
-    data = stream_dict(w.workflows, 4, 2)
+    data = json.loads(write_stream(tmp_path / "s.json", w.workflows, 4, 2).read_text())
     assert set(data) == {"m", "c_r", "jobs"} and [j["id"] for j in data["jobs"]] == [0, 1, 2]
     for job in data["jobs"]:
         assert [t["id"] for t in job["tasks"]] == list(range(len(job["tasks"])))
@@ -117,7 +117,7 @@ def test_saved_stream_replays_through_workflow_file(tmp_path):
     w = spec.build(np.random.default_rng(3), cluster)
     path = spec.stream_file(w, cluster, tmp_path / "stream.json")
     replay = WorkflowFile(path=str(path), warmup=2).build(np.random.default_rng(99), cluster)
-    assert replay.workflows == w.workflows and replay.warmup == w.warmup
+    assert replay.workflows == tuple(w.workflows) and replay.warmup == w.warmup
 
 
 def test_workflow_file_refuses_another_cluster(tmp_path):
@@ -201,7 +201,7 @@ def test_folder_stream_draws_every_instance_uniformly(tmp_path):
     assert all(wf.set_r == pytest.approx(wf.tasks[0].runtime + 1.0) for wf in w.workflows)
     again = WfFormatFolder(path=str(tmp_path), **{k: v for k, v in STREAM.items() if k not in ("machines", "slots")},
                            warmup=0).build(np.random.default_rng(0), SlottedCluster(m=4, c_r=2).build())
-    assert again.workflows[:40] == wfformat_stream(np.random.default_rng(0), tmp_path, **STREAM).workflows
+    assert tuple(again.workflows)[:40] == tuple(wfformat_stream(np.random.default_rng(0), tmp_path, **STREAM).workflows)
 
 
 def test_folder_without_instances(tmp_path):

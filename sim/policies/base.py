@@ -20,8 +20,8 @@ class EngineView:
     """Read-only view of the engine state handed to a policy (do not mutate).
 
     ``free[m][r]`` is the free capacity of resource r on machine m right now; ``running`` maps a
-    job id to ``(job, start_time, machine)``; ``workflows`` maps a workflow id to its
-    :class:`~sim.core.Workflow` (release time, deadline, all its tasks) for workflow workloads.
+    job id to ``(job, start_time, machine)``; ``workflows`` maps the id of each workflow that has
+    arrived and not finished to its :class:`~sim.core.Workflow` (release time, deadline, all its tasks).
     """
 
     cluster: Cluster
@@ -107,8 +107,12 @@ class Policy(Protocol):
     def next_wakeup(self, now: float) -> float | None:
         """A future time at which the policy wants a pass even if nothing else happens."""
 
+    def workflow_done(self, workflow: int) -> PolicyStats:
+        """A workflow's last task ended (after :meth:`complete`): what the policy kept for it (its
+        planning seconds, its tasks' values), which it then forgets."""
+
     def stats(self) -> PolicyStats:
-        """The policy's own statistics after the run (remap counts, planning seconds …)."""
+        """The policy's own counters after the run (remap counts …)."""
 
 
 class BasePolicy(ABC):
@@ -117,10 +121,11 @@ class BasePolicy(ABC):
     The protocol: :meth:`attach` once with the engine's live :class:`EngineView` (kept as
     ``self.view``); then at every instant :meth:`complete` for each job that ended, :meth:`submit`
     for each arrival, and one :meth:`schedule` returning the :class:`~sim.core.Start` decisions;
-    :meth:`next_wakeup` asks for a pass at a later time; :meth:`stats` reports the policy's own
-    numbers after the run. The engine refuses (``SchedulingError``) a job started twice, before its
-    submission, its workflow's earliest start or its parents' end, on a machine that does not exist
-    or where it does not fit, a wake-up not after now, and jobs left never started.
+    :meth:`next_wakeup` asks for a pass at a later time; :meth:`workflow_done` hands over what the
+    policy kept for a finished workflow; :meth:`stats` reports the policy's own counters after the
+    run. The engine refuses (``SchedulingError``) a job started twice, before its submission, its
+    workflow's earliest start or its parents' end, on a machine that does not exist or where it does
+    not fit, a wake-up not after now, and jobs left never started.
 
     Defaults: ``name`` the class name, ``preserves_order`` False (True makes the invariant checker
     verify starts against ``self.queue_key``), ``workload_kinds`` the job-queue kinds (hpc, multires).
@@ -160,6 +165,10 @@ class BasePolicy(ABC):
     def next_wakeup(self, now: float) -> float | None:
         """No wake-up: passes happen at arrivals and completions only."""
         return None
+
+    def workflow_done(self, workflow: int) -> PolicyStats:
+        """Nothing kept per workflow."""
+        return PolicyStats()
 
     def stats(self) -> PolicyStats:
         """No statistics of its own."""

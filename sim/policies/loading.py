@@ -32,7 +32,7 @@ from sim.policies.base import Policy
 #: the folder of the policy files, ``conf/policy`` of the repository
 POLICY_CONF = Path(__file__).resolve().parents[2] / "conf" / "policy"
 #: what a policy must have (:class:`~sim.policies.base.Policy`): methods, then attributes
-PROTOCOL_METHODS = ("attach", "submit", "complete", "schedule", "next_wakeup", "stats")
+PROTOCOL_METHODS = ("attach", "submit", "complete", "schedule", "next_wakeup", "workflow_done", "stats")
 PROTOCOL_MEMBERS = (*PROTOCOL_METHODS, "name", "preserves_order", "workload_kinds")
 _BASE_HINT = "of the Policy protocol (sim/policies/base.py); subclass sim.policies.base.BasePolicy for the defaults"
 

@@ -109,7 +109,7 @@ class MrcpPolicy(BasePolicy):
         self._rank: dict[int, int] = {}  # task id → topological rank in its workflow
         self._tasks: dict[int, Job] = {}  # task id → task, for the unfinished jobs
         self._due: list[tuple[int, int, int, int]] = []  # (tick, workflow, rank, task id)
-        self._seconds: dict[int, float] = {}
+        self._seconds: dict[int, float] = {}  # unfinished workflow → planning seconds
         self._fallbacks = 0
         self._wall_hits = 0
 
@@ -156,7 +156,10 @@ class MrcpPolicy(BasePolicy):
                 counters[f"mrcp/{key}_mean"] = sum(values) / n
                 counters[f"mrcp/{key}_max"] = float(max(values))
             counters["mrcp/deterministic_time_mean"] = sum(s.deterministic_time for s in self.solves) / n
-        return PolicyStats(counters, dict(self._seconds))
+        return PolicyStats(counters)
+
+    def workflow_done(self, workflow: int) -> PolicyStats:
+        return PolicyStats(seconds_by_job={workflow: self._seconds.pop(workflow)})
 
     # -- planning --------------------------------------------------------------------------------
     def _replan(self, wf: Workflow, now: float) -> None:

@@ -7,7 +7,8 @@ every task at its earliest feasible time, no sub-deadlines, no deadline check, n
 
 Statistics: ``remap/attempts``, ``remap/successes``, ``remap/repeats_refused`` (identical attempts
 not retried), ``remap/restores``; the planning seconds of each workflow (budgeting + mapping +
-remapping, RM-DCWF's overhead O); each task's ``sub_deadline``.
+remapping, RM-DCWF's overhead O) and each task's ``sub_deadline``, kept until the workflow
+finishes (handed over by ``workflow_done``).
 """
 
 from __future__ import annotations
@@ -18,9 +19,12 @@ from typing import get_args
 
 from sim.core import InputError, Job, PolicyStats, Start
 from sim.policies.base import BasePolicy, EngineView, WorkflowArrivals, slotted_shape
+from sim.workflows.budget import MultiParent
 from sim.workflows.planner import (
+    LateRule,
     LaxityDistribution,
     LaxityKind,
+    NegativeLaxity,
     PhaseLength,
     Planner,
     PlannerConfig,
@@ -42,8 +46,8 @@ class WorkflowPlanner(BasePolicy):
         self.config = config
         self._planner: Planner | None = None
         self._book = WorkflowArrivals(self.name)
-        self._seconds: dict[int, float] = {}
-        self._sub_deadline: dict[int, float] = {}
+        self._seconds: dict[int, float] = {}  # unfinished workflow → planning seconds
+        self._sub_deadline: dict[int, dict[int, float]] = {}  # unfinished workflow → task id → sub-deadline
 
     def attach(self, view: EngineView) -> None:
         super().attach(view)
@@ -65,17 +69,20 @@ class WorkflowPlanner(BasePolicy):
             plan = planner.map_job(wf, now)
             self._seconds[wf.id] = time.perf_counter() - began
             if plan.sub_deadline is not None:
-                self._sub_deadline.update(zip(plan.keys, plan.sub_deadline, strict=True))
+                self._sub_deadline[wf.id] = dict(zip(plan.keys, plan.sub_deadline, strict=True))
         return [Start(task, max(resource, 0)) for task, resource in planner.take_due(now)]
 
     def next_wakeup(self, now: float) -> float | None:
         assert self._planner is not None
         return self._planner.next_due()
 
+    def workflow_done(self, workflow: int) -> PolicyStats:
+        sub = self._sub_deadline.pop(workflow, None)
+        return PolicyStats(seconds_by_job={workflow: self._seconds.pop(workflow)},
+                           task_values={} if sub is None else {"sub_deadline": sub})
+
     def stats(self) -> PolicyStats:
-        counters = dict(self._planner.counters) if self._planner is not None and self.config.budget else {}
-        values = {"sub_deadline": dict(self._sub_deadline)} if self.config.budget else {}
-        return PolicyStats(counters, dict(self._seconds), values)
+        return PolicyStats(dict(self._planner.counters) if self._planner is not None and self.config.budget else {})
 
 
 def _choice(option: str, value: object, allowed: tuple[str, ...]) -> None:
@@ -85,18 +92,26 @@ def _choice(option: str, value: object, allowed: tuple[str, ...]) -> None:
 
 def rmdcwf(laxity_distribution: LaxityDistribution = "pd", laxity: LaxityKind = "sl", tsp: Tsp = "tsp1",
            phase_length: PhaseLength = "span", remap_trigger: RemapTrigger = "subdeadline",
-           remap_cap: int | None = None) -> WorkflowPlanner:
+           remap_cap: int | None = None, multi_parent: MultiParent = "align",
+           negative_laxity: NegativeLaxity = "zero", late_rule: LateRule = "forced") -> WorkflowPlanner:
     """RM-DCWF; options as in RMDCWF.md (defaults first): ``laxity_distribution`` pd|ed, ``laxity``
     sl|tl, ``tsp`` tsp1|tsp2, ``phase_length`` span|max_task (PD's ET_p), ``remap_trigger``
-    subdeadline|deadline, ``remap_cap`` None or the most already-mapped jobs one attempt may move."""
+    subdeadline|deadline, ``remap_cap`` None or the most already-mapped jobs one attempt may move,
+    ``multi_parent`` align|latest_start|none (parents of multi-parent tasks), ``negative_laxity``
+    zero|signed (how a negative L_j is distributed), ``late_rule`` forced|planned (when a job is
+    late in later remaps)."""
     _choice("laxity_distribution", laxity_distribution, get_args(LaxityDistribution))
     _choice("laxity", laxity, get_args(LaxityKind))
     _choice("tsp", tsp, get_args(Tsp))
     _choice("phase_length", phase_length, get_args(PhaseLength))
     _choice("remap_trigger", remap_trigger, get_args(RemapTrigger))
+    _choice("multi_parent", multi_parent, get_args(MultiParent))
+    _choice("negative_laxity", negative_laxity, get_args(NegativeLaxity))
+    _choice("late_rule", late_rule, get_args(LateRule))
     if remap_cap is not None and (isinstance(remap_cap, bool) or not isinstance(remap_cap, int) or remap_cap < 0):
         raise InputError(f"rmdcwf: remap_cap must be null or a non-negative integer, got {remap_cap!r}")
-    return WorkflowPlanner(PlannerConfig(laxity_distribution, laxity, tsp, phase_length, remap_trigger, remap_cap))
+    return WorkflowPlanner(PlannerConfig(laxity_distribution, laxity, tsp, phase_length, remap_trigger, remap_cap,
+                                         multi_parent, negative_laxity, late_rule))
 
 
 def fifo_workflow() -> WorkflowPlanner:

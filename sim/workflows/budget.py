@@ -11,12 +11,13 @@ policy budgets with it, so both agree on SET^R to the bit.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Literal, get_args
 
 from sim.workflows.calendar import Calendar
 from sim.workflows.mapping import map_tasks
 
-#: how a phase's share of the laxity is weighed (PD): its length in the SET schedule, or its longest task
-PHASE_LENGTHS = ("span", "max_task")
+#: how a parent of a multi-parent task is lifted (:func:`sub_deadlines`); the default first
+MultiParent = Literal["align", "latest_start", "none"]
 
 
 def mapping_order(runtimes: Sequence[float], sub_deadlines: Sequence[float] | None = None) -> list[int]:
@@ -77,28 +78,56 @@ def phase_laxities(lax: float, phase: Sequence[int], runtimes: Sequence[float], 
 
 def sub_deadlines(deadline: float, phase: Sequence[int], runtimes: Sequence[float],
                   parents: Sequence[Sequence[int]], finish: Sequence[float], shares: Sequence[float],
-                  order: Sequence[int]) -> list[float]:
-    """Eq. 2 and setParentTasksSubDeadlines.
+                  order: Sequence[int], multi_parent: MultiParent = "align") -> list[float]:
+    """Eq. 2 and setParentTasksSubDeadlines (RMDCWF.md, "Multi-parent tasks").
 
-    ``sd_t = ĉ_t + CL_phase(t)`` (ĉ = ``finish``, CL = cumulative share up to t's phase); last-phase
-    tasks get ``deadline``. Then, children before parents (reverse of the topological ``order``),
-    a parent of tasks with several parents gets ``max(sd_p, min over those children of sd_c − e_c)``.
+    ``sd⁰_t = ĉ_t + CL_phase(t)`` (ĉ = ``finish``, CL = cumulative share up to t's phase); last-phase
+    tasks get ``deadline``. Then a parent p of a task with several parents (a *join*) is lifted by
+    ``multi_parent``:
+
+    * ``align`` — toward its co-parents: ``sd_p = max(sd⁰_p, min(target_p, cap_p))`` with ``target_p``
+      the largest sd⁰ among the parents of p's joins (p included) and ``cap_p`` the smallest
+      ``sd⁰_c − e_c`` over *all* children c of p, so no child loses its own sub-deadline; from sd⁰
+      only, so the task order does not matter;
+    * ``latest_start`` — the earlier reading: children before parents (reverse of the topological
+      ``order``), ``sd_p = max(sd_p, min over p's joins c of sd_c − e_c)`` with the joins' values as
+      already lifted (a single-parent child of p may be left an impossible sub-deadline);
+    * ``none`` — Eq. 2 as is.
 
     >>> sub_deadlines(20.0, [1, 1, 2], [2.0, 4.0, 3.0], [[], [], [0, 1]], [2.0, 4.0, 7.0], [6.0, 7.0], [0, 1, 2])
+    [10.0, 10.0, 20.0]
+    >>> sub_deadlines(20.0, [1, 1, 2], [2.0, 4.0, 3.0], [[], [], [0, 1]], [2.0, 4.0, 7.0], [6.0, 7.0], [0, 1, 2],
+    ...               "latest_start")
     [17.0, 17.0, 20.0]
     """
+    if multi_parent not in get_args(MultiParent):
+        raise ValueError(f"multi_parent must be one of {get_args(MultiParent)}, got {multi_parent!r}")
     cumulative = [0.0]
     for share in shares:
         cumulative.append(cumulative[-1] + share)
     last = len(shares)
     sd = [deadline if phase[t] == last else finish[t] + cumulative[phase[t]] for t in range(len(phase))]
+    if multi_parent == "none":
+        return sd
     joins: list[list[int]] = [[] for _ in phase]  # each task's children that have several parents
     for c, ps in enumerate(parents):
         if len(ps) > 1:
             for p in ps:
                 joins[p].append(c)
-    for p in reversed(order):
-        if joins[p]:
-            sd[p] = max(sd[p], min(sd[c] - runtimes[c] for c in joins[p]))
+    if multi_parent == "latest_start":
+        for p in reversed(order):
+            if joins[p]:
+                sd[p] = max(sd[p], min(sd[c] - runtimes[c] for c in joins[p]))
+        return sd
+    children: list[list[int]] = [[] for _ in phase]
+    for c, ps in enumerate(parents):
+        for p in ps:
+            children[p].append(c)
+    sd0 = sd
+    sd = list(sd0)
+    for p, js in enumerate(joins):
+        if js:
+            target = max(sd0[q] for c in js for q in parents[c])
+            cap = min(sd0[c] - runtimes[c] for c in children[p])
+            sd[p] = max(sd0[p], min(target, cap))
     return sd
-

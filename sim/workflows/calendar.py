@@ -14,6 +14,12 @@ the same way; the lowest-numbered one stands for all). A query costs a bisection
 runs up to a fitting gap per slot in use, instead of a walk over every planned interval: placing
 the tasks of a wide fan-out one by one is linear in its tasks, not quadratic.
 
+Most queries are answered at the very time asked (``t`` for :meth:`Calendar.earliest`; for
+:meth:`Calendar.latest` the latest start that ends by ``end``): some slot is free around it. So a
+query first asks only that — one bisection per slot, lowest resource first, until a resource with a
+single such slot (nothing after it can fit better) — and walks only when no slot is free then.
+Both give the walk's answer: a slot free at the time asked is exactly one whose walk stops there.
+
 >>> cal = Calendar(2, 2)
 >>> cal.insert("a", 0, 0, 0.0, 10.0)
 >>> cal.earliest(0.0, 5.0)  # resource 0 slot 1 is free and leaves no slot idle: best fit
@@ -28,15 +34,19 @@ from __future__ import annotations
 import math
 from bisect import bisect_left, bisect_right, insort
 from collections.abc import Hashable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 
 @dataclass(frozen=True, slots=True)
 class CalendarState:
     """An exact copy of a calendar's contents (see :meth:`Calendar.snapshot`): per non-empty slot
-    ``(slot index, starts, ends, keys)``, in slot order."""
+    ``(slot index, starts, ends, keys)``, in slot order. ``runs`` (per slot, its runs) and ``where``
+    (key → slot index and start) are derived from ``slots``, kept so that a restore copies instead of
+    recomputing; they take no part in comparisons."""
 
     slots: tuple[tuple[int, tuple[float, ...], tuple[float, ...], tuple[Hashable, ...]], ...]
+    runs: tuple[tuple[tuple[float, ...], tuple[float, ...]], ...] = field(default=(), compare=False, repr=False)
+    where: dict[Hashable, tuple[int, float]] | None = field(default=None, compare=False, repr=False)
 
 
 class _Slot:
@@ -135,6 +145,9 @@ class Calendar:
         #: resource → its non-empty slots (slot index → _Slot); ``_busy`` lists those resources in order
         self._rows: dict[int, dict[int, _Slot]] = {}
         self._busy: list[int] = []
+        #: resource in use → ``(slot index, starts, ends)`` of its non-empty slots in slot order (what the
+        #: queries read; the lists are the slots' own)
+        self._cols: dict[int, list[tuple[int, list[float], list[float]]]] = {}
         self._where: dict[Hashable, tuple[int, float]] = {}
         #: the latest end ever planned and one ulp of it: a duration at least that long may walk runs
         self._horizon, self._ulp = -math.inf, 0.0
@@ -166,12 +179,44 @@ class Calendar:
         empty = next(k for k in range(self.slots) if k not in row)
         return empty if choice < 0 else min(empty, choice)
 
+    def _free(self, t: float, x: float) -> tuple[int, int] | None:
+        """Best ``(resource, slot)`` among the slots free over ``[t, x)`` (no interval ends after ``t``
+        and starts before ``x``): the fewest such slots in the resource, then the lowest resource and
+        slot; ``None`` if no slot is. For ``x = t + e`` these are the slots whose walk in
+        :meth:`earliest` stays at ``t``; for ``t = top`` and ``x = end``, those whose walk in
+        :meth:`latest` stays at ``top``."""
+        c = self.slots
+        best_fit, best_r, best_k = c + 1, -1, -1
+        first_empty = self._first_empty()
+        if first_empty < self.resources:
+            best_fit, best_r = c, first_empty
+        cols_of = self._cols
+        for r in self._busy:
+            if best_fit == 1 and r > best_r:
+                break  # nothing later can beat it
+            cols = cols_of[r]
+            fit, first = c - len(cols), -1
+            for k, starts, ends in cols:
+                j = bisect_right(ends, t)
+                if j == len(ends) or starts[j] >= x:
+                    fit += 1
+                    if first < 0:
+                        first = k
+            if fit and (fit < best_fit or (fit == best_fit and r < best_r)):
+                best_fit, best_r, best_k = fit, r, first
+        if best_r < 0:
+            return None
+        return best_r, self._lowest_slot(best_r, t, t, best_k)
+
     def earliest(self, t: float, e: float) -> tuple[float, int, int]:
         """Best ``(start, resource, slot)`` for a task of duration ``e`` > 0 starting at or after ``t``.
 
         Best: the earliest start, then the resource with the fewest slots that could take the task
         at that start (best fit), then the lowest resource and slot index.
         """
+        found = self._free(t, t + e)
+        if found is not None:
+            return t, found[0], found[1]
         c, runs = self.slots, e >= self._ulp
         best, best_fit, best_r, best_k = math.inf, c + 1, -1, -1
         first_empty = self._first_empty()
@@ -203,8 +248,13 @@ class Calendar:
     def latest(self, lo: float, end: float, e: float) -> tuple[float, int, int] | None:
         """Best ``(start, resource, slot)`` for a task of duration ``e`` > 0 starting in ``[lo, end − e]``
         (``None`` if it fits nowhere): the latest start, then best fit, then the lowest indices."""
-        c, runs = self.slots, e >= self._ulp
         top = _start_before(end, e)
+        if top < lo:
+            return None
+        found = self._free(top, end)
+        if found is not None:
+            return top, found[0], found[1]
+        c, runs = self.slots, e >= self._ulp
         best, best_fit, best_r, best_k = -math.inf, c + 1, -1, -1
         first_empty = self._first_empty()
         if first_empty < self.resources:
@@ -251,6 +301,7 @@ class Calendar:
             insort(self._busy, r)
         if booked is None:
             booked = row[slot] = _Slot()
+            self._cols[r] = _columns(row)
         booked.insert(k, key, start, end)
         self._where[key] = (r * self.slots + slot, start)
         if end > self._horizon:
@@ -265,8 +316,10 @@ class Calendar:
         row = self._rows[r]
         if not row[k].starts:
             del row[k]
-            if not row:
-                del self._rows[r]
+            if row:
+                self._cols[r] = _columns(row)
+            else:
+                del self._rows[r], self._cols[r]
                 del self._busy[bisect_left(self._busy, r)]
 
     def remove(self, key: Hashable) -> None:
@@ -298,30 +351,46 @@ class Calendar:
 
     def prune(self, now: float) -> int:
         """Forget the intervals that ended at or before ``now``; returns how many."""
-        dropped = 0
-        for i, slot in list(self._in_order()):
-            if slot.ends[0] <= now:
-                for key in slot.drop_until(now):
-                    del self._where[key]
-                    dropped += 1
-                self._release(i)
+        dropped, where = 0, self._where
+        for r, row in list(self._rows.items()):
+            for k, slot in list(row.items()):
+                if slot.ends[0] <= now:
+                    keys = slot.drop_until(now)
+                    for key in keys:
+                        del where[key]
+                    dropped += len(keys)
+                    self._release(r * self.slots + k)
         return dropped
 
     def snapshot(self) -> CalendarState:
         """An exact copy of the contents, for :meth:`restore` (and for comparing two plans)."""
-        return CalendarState(tuple((i, tuple(s.starts), tuple(s.ends), tuple(s.keys)) for i, s in self._in_order()))
+        slots = list(self._in_order())
+        return CalendarState(tuple((i, tuple(s.starts), tuple(s.ends), tuple(s.keys)) for i, s in slots),
+                             tuple((tuple(s.run_starts), tuple(s.run_ends)) for _, s in slots), dict(self._where))
 
     def restore(self, state: CalendarState) -> None:
         """Put the calendar back exactly as it was at :meth:`snapshot`."""
-        self._rows, self._where = {}, {}
-        for i, starts, ends, keys in state.slots:
+        self._rows, where = {}, state.where
+        copied = where is not None and len(state.runs) == len(state.slots)  # else derive them
+        self._where = dict(where) if where is not None and copied else {}
+        for n, (i, starts, ends, keys) in enumerate(state.slots):
             slot = self._rows.setdefault(i // self.slots, {})[i % self.slots] = _Slot()
             slot.starts, slot.ends, slot.keys = list(starts), list(ends), list(keys)
-            slot.rebuild_runs()
-            self._where.update((key, (i, start)) for key, start in zip(keys, starts, strict=True))
+            if copied:
+                slot.run_starts, slot.run_ends = list(state.runs[n][0]), list(state.runs[n][1])
+            else:
+                slot.rebuild_runs()
+                self._where.update((key, (i, start)) for key, start in zip(keys, starts, strict=True))
             if ends[-1] > self._horizon:
                 self._horizon, self._ulp = ends[-1], max(self._ulp, math.ulp(ends[-1]))
         self._busy = sorted(self._rows)
+        self._cols = {r: _columns(row) for r, row in self._rows.items()}
+
+
+def _columns(row: dict[int, _Slot]) -> list[tuple[int, list[float], list[float]]]:
+    """``(slot index, starts, ends)`` of a resource's non-empty slots, in slot order (the lists
+    themselves: they change in place)."""
+    return [(k, row[k].starts, row[k].ends) for k in sorted(row)]
 
 
 def _start_before(end: float, e: float) -> float:

@@ -22,26 +22,26 @@ from sim.workflows.limits import check_system
 from sim.workflows.stream import make_workflow
 
 
-def stream_dict(workflows: Iterable[Workflow], m: int, c_r: int) -> dict[str, Any]:
-    """The file's content for ``workflows`` on an m × c_r system (task ids made local)."""
-    jobs = []
-    for wf in workflows:
-        first = wf.tasks[0].id if wf.tasks else 0
-        jobs.append({"id": wf.id, "arrival": wf.arrival, "earliest_start": wf.earliest_start,
-                     "deadline": wf.deadline, "kind": wf.kind,
-                     "tasks": [{"id": t.id - first, "runtime": t.runtime, "parents": [p - first for p in t.parents]}
-                               for t in wf.tasks]})
-    return {"m": m, "c_r": c_r, "jobs": jobs}
+def _job(wf: Workflow) -> dict[str, Any]:
+    """One job of the file (task ids made local)."""
+    first = wf.tasks[0].id if wf.tasks else 0
+    tasks = [{"id": t.id - first, "runtime": t.runtime, "parents": [p - first for p in t.parents]} for t in wf.tasks]
+    return {"id": wf.id, "arrival": wf.arrival, "earliest_start": wf.earliest_start, "deadline": wf.deadline,
+            "kind": wf.kind, "tasks": tasks}
 
 
 def write_stream(path: str | Path, workflows: Iterable[Workflow], m: int, c_r: int) -> Path:
-    """Write the stream file atomically (a temporary file in the same folder, then a rename)."""
+    """Write the stream file for ``workflows`` on an m × c_r system, one job at a time (a generated
+    stream builds each workflow as it is written), atomically: a temporary file in the same folder,
+    then a rename."""
     path = Path(path)
-    text = json.dumps(stream_dict(workflows, m, c_r), separators=(",", ":"))
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as f:
-            f.write(text)
+            f.write(json.dumps({"m": m, "c_r": c_r, "jobs": []}, separators=(",", ":"))[:-2])
+            for k, wf in enumerate(workflows):
+                f.write(("," if k else "") + json.dumps(_job(wf), separators=(",", ":")))
+            f.write("]}")
         os.replace(tmp, path)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
@@ -75,7 +75,7 @@ def read_stream(path: str | Path, machines: int | None = None, slots: int | None
         raise InputError(f"{path}: 'jobs' must be a non-empty list of jobs")
     if not isinstance(warmup, int) or not 0 <= warmup < len(jobs):
         raise InputError(f"{path}: warm-up of {warmup!r} jobs must be in [0, {len(jobs)})")
-    workflows, tasks, first, last = [], [], 0, -math.inf
+    workflows, first, last = [], 0, -math.inf
     for pos, job in enumerate(jobs):
         where = f"{path}: job {job.get('id', f'at position {pos}') if isinstance(job, dict) else pos}"
         if not isinstance(job, dict):
@@ -94,9 +94,8 @@ def read_stream(path: str | Path, machines: int | None = None, slots: int | None
         wf = make_workflow(pos, first, arrival, start, deadline, runtimes, parents, machines or m, slots or c_r,
                            kind=kind if isinstance(kind, str) else "", where=where)
         workflows.append(wf)
-        tasks.extend(wf.tasks)
         first, last = first + len(runtimes), arrival
-    return Workload(tasks, source=str(path), kind="workflow", workflows=tuple(workflows), warmup=warmup), m, c_r
+    return Workload(source=str(path), kind="workflow", workflows=tuple(workflows), warmup=warmup), m, c_r
 
 
 def _tasks(where: str, tasks: Any) -> tuple[list[float], list[list[int]]]:

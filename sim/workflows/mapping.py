@@ -69,7 +69,10 @@ def map_tasks(
     finish: dict[int, float] = dict(finished or {})
     placed: dict[int, Placement] = {}
     for t in sweep_order(parents, order, finish):
-        est = max([floor, *(finish[p] for p in parents[t])])
+        est = floor  # max(floor, parents' completions), the first of equals as max() keeps it
+        for q in parents[t]:
+            if finish[q] > est:
+                est = finish[q]
         e = runtimes[t]
         p = place_earliest(cal, e, est) if end_by is None else place_latest(cal, e, est, end_by[t])
         if bound is not None and p.end > bound[t]:

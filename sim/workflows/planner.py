@@ -10,7 +10,25 @@ tasks overlap ``[s_j, d_j]`` plus the job itself are remapped by TSP1 in deadlin
 smaller laxity), each with the deadline check (a nested failure starts a nested attempt); jobs
 already late go last without a check; an attempt whose ordered job list was tried before (during
 this arrival) is refused; on failure the root attempt restores the saved plan exactly and a second
-try orders by laxity; if that fails too, the job is mapped anyway (it will be late).
+try orders by laxity; if that fails too, the job is mapped anyway and is late from then on
+(``late_rule: forced``; ``planned``: late only while planned past d_j, the earlier reading).
+
+The deadline check (Alg. 5, line 15) has two readings, both kept (``remap_trigger``); the line
+itself is lost in the seed's extraction, only "checkDeadline is set to true (line 15), mapJobHelper()
+attempts to remap job j and a set of jobs that may have caused j to miss its deadline" survives.
+
+* ``subdeadline`` (default): a task whose planned completion passes its own sub-deadline triggers
+  the remap. For it: DBW exists to give "each of job j's tasks a sub-deadline", and TSP2 places a
+  task "while ensuring the task's sub-deadline is satisfied" — the sub-deadline is the per-task bound
+  the mapping works against.
+* ``deadline``: only a task completing after the job's deadline d_j triggers it. For it: every
+  sentence about the check's outcome speaks of the job's deadline — mapJob "returns true if the job j
+  is scheduled to meet its deadline", checkDeadline "is set to true if the method should try to map
+  job j to meet its deadline", the remap takes "the jobs that may have caused j to miss its deadline"
+  and "the jobs that have already missed their deadlines" go last. Under TSP1 the sub-deadlines then
+  act only as a tie-break of the task order, which is the paper's own explanation of PD ≈ ED for
+  LIGO and Genome ("TSP1 scheduling tasks to execute at their earliest possible times, regardless of
+  their sub-deadlines").
 """
 
 from __future__ import annotations
@@ -21,7 +39,14 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 from sim.core import Job, Workflow
-from sim.workflows.budget import alone_schedule, laxity, mapping_order, phase_laxities, sub_deadlines
+from sim.workflows.budget import (
+    MultiParent,
+    alone_schedule,
+    laxity,
+    mapping_order,
+    phase_laxities,
+    sub_deadlines,
+)
 from sim.workflows.calendar import Calendar, CalendarState
 from sim.workflows.dag import levels, topological_order
 from sim.workflows.mapping import Placement, map_tasks
@@ -31,6 +56,8 @@ LaxityKind = Literal["sl", "tl"]
 Tsp = Literal["tsp1", "tsp2"]
 PhaseLength = Literal["span", "max_task"]
 RemapTrigger = Literal["subdeadline", "deadline"]
+NegativeLaxity = Literal["zero", "signed"]
+LateRule = Literal["forced", "planned"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -44,6 +71,9 @@ class PlannerConfig:
     phase_length: PhaseLength = "span"
     remap_trigger: RemapTrigger = "subdeadline"
     remap_cap: int | None = None
+    multi_parent: MultiParent = "align"
+    negative_laxity: NegativeLaxity = "zero"
+    late_rule: LateRule = "forced"
     budget: bool = True
 
 
@@ -61,7 +91,10 @@ class JobPlan:
     sub_deadline: list[float] | None = None
     placed: dict[int, Placement] = field(default_factory=dict)
     started: set[int] = field(default_factory=set)
+    #: mapped last, unchecked, in a remap: planned past its deadline, or (``late_rule: forced``) ``forced``
     late: bool = False
+    #: force-mapped after its own remap failed (then late for good under ``late_rule: forced``)
+    forced: bool = False
 
     @classmethod
     def of(cls, wf: Workflow) -> JobPlan:
@@ -125,8 +158,9 @@ class Planner:
         """DBW (Alg. 1): SET schedule, laxity (Eq. 1), phase shares, sub-deadlines (Eq. 2)."""
         cfg, wf = self.config, plan.wf
         s = wf.earliest_start
-        if cfg.laxity == "sl":
-            finish = alone_schedule(plan.runtimes, plan.parents, self.resources, self.slots, s)
+        if cfg.laxity == "sl":  # SET^R: the generator's schedule when it was made on this system's shape
+            finish = (list(wf.alone_finish) if wf.alone_shape == (self.resources, self.slots) and wf.alone_finish
+                      else alone_schedule(plan.runtimes, plan.parents, self.resources, self.slots, s))
         else:  # SET^{R_PL}: on the live plan, then removed
             placed = map_tasks(self.calendar, plan.keys, plan.runtimes, plan.parents,
                                mapping_order(plan.runtimes), s)
@@ -135,11 +169,12 @@ class Planner:
             for t, p in placed.items():
                 if p.resource >= 0:
                     self.calendar.remove(plan.keys[t])
-        plan.laxity = laxity(wf.deadline, s, max(finish) - s)
+        plan.laxity = laxity(wf.deadline, s, max(finish) - s)  # signed: the job order compares it
+        spread = max(plan.laxity, 0.0) if cfg.negative_laxity == "zero" else plan.laxity
         phase = levels(plan.parents)
-        shares = phase_laxities(plan.laxity, phase, plan.runtimes, finish, s, cfg.laxity_distribution,
-                                cfg.phase_length)
-        plan.sub_deadline = sub_deadlines(wf.deadline, phase, plan.runtimes, plan.parents, finish, shares, plan.topo)
+        shares = phase_laxities(spread, phase, plan.runtimes, finish, s, cfg.laxity_distribution, cfg.phase_length)
+        plan.sub_deadline = sub_deadlines(wf.deadline, phase, plan.runtimes, plan.parents, finish, shares, plan.topo,
+                                          cfg.multi_parent)
 
     # -- Alg. 5: mapJobHelper --------------------------------------------------------------------
     def _map_helper(self, plan: JobPlan, root: bool, check: bool) -> bool:
@@ -157,12 +192,13 @@ class Planner:
             if self._remap(plan, root):
                 return True
             if root:  # a nested failure fails its root attempt, which restores the saved plan anyway
+                plan.forced = True  # mapJobHelper returns false "to indicate job j will not meet its deadline"
                 self._map_helper(plan, root, check=False)
             return False
         plan.placed = {t: plan.placed[t] for t in plan.started} | placed
         for t, p in placed.items():
             heapq.heappush(self._due, (p.start, plan.wf.id, plan.rank[t], plan.keys[t]))
-        plan.late = plan.completion > plan.wf.deadline
+        plan.late = plan.completion > plan.wf.deadline or (plan.forced and self.config.late_rule == "forced")
         if len(plan.started) < len(plan.keys):
             self.mapped[plan.wf.id] = None
         return True

@@ -5,12 +5,18 @@ Poisson arrivals at ``arrival_rate``; ``s_j = at_j`` or, with probability ½, ``
 run's own m × c_r system. Arrivals, DAGs, start offsets and em come from four child generators of
 the seed's generator, drawn the same way whatever the parameters (common random numbers): changing
 λ, s_max, em_max or m rescales the same draws, and the DAGs never change.
+
+Memory: a stream (:class:`OpenStream`) draws its arrivals, start offsets and em up front (a few
+numbers per workflow) and builds each workflow — DAG, SET^R, tasks — only when iteration reaches it,
+so a run holds only the workflows it has not finished.
 """
 
 from __future__ import annotations
 
+import copy
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -30,9 +36,9 @@ def set_r(runtimes: Sequence[float], parents: Sequence[Sequence[int]], machines:
 
 def make_workflow(wid: int, first_task: int, arrival: float, earliest_start: float, deadline: float,
                   runtimes: Sequence[float], parents: Sequence[Sequence[int]], machines: int, slots: int,
-                  kind: str = "", where: str = "workflow", length: float | None = None) -> Workflow:
-    """A :class:`Workflow` whose tasks get global ids ``first_task``.. (parents shifted likewise);
-    ``length`` is SET^R when the caller already has it. Refuses a workflow beyond the bounds of
+                  kind: str = "", where: str = "workflow", alone: Sequence[float] | None = None) -> Workflow:
+    """A :class:`Workflow` whose tasks get global ids ``first_task``.. (parents shifted likewise) and
+    its SET^R schedule (``alone``: its task completions, when the caller already has them). Refuses a workflow beyond the bounds of
     :mod:`sim.workflows.limits` (its size on this system, a time above ``MAX_SECONDS``), naming ``where``."""
     check_size(len(runtimes), machines, slots, where)
     for field, value in (("arrival", arrival), ("earliest_start", earliest_start), ("deadline", deadline)):
@@ -41,13 +47,14 @@ def make_workflow(wid: int, first_task: int, arrival: float, earliest_start: flo
     if late is not None:
         raise time_error(f"{where}: task {late}", "runtime", repr(runtimes[late]))
     topological_order(parents, where)
-    if length is None:
-        length = set_r(runtimes, parents, machines, slots, earliest_start)
+    if alone is None:  # with the planner's inputs (floats), so SL budgeting may reuse it bit for bit
+        alone = alone_schedule([float(e) for e in runtimes], parents, machines, slots, float(earliest_start))
     tasks = tuple(Job(first_task + t, float(arrival), (1,), float(e), float(e), workflow=wid,
                       parents=tuple(first_task + p for p in parents[t])) for t, e in enumerate(runtimes))
     return Workflow(wid, float(arrival), float(earliest_start), float(deadline), tasks,
-                    set_r=length, work=float(sum(runtimes)),
-                    critical_path=critical_path(runtimes, parents), kind=kind)
+                    set_r=max(alone, default=earliest_start) - earliest_start, work=float(sum(runtimes)),
+                    critical_path=critical_path(runtimes, parents), kind=kind, alone_finish=tuple(alone),
+                    alone_shape=(machines, slots))
 
 
 def check_stream(jobs: int, warmup: int, arrival_rate: float, s_max: int, em_max: float) -> None:
@@ -67,30 +74,55 @@ def check_stream(jobs: int, warmup: int, arrival_rate: float, s_max: int, em_max
         raise InputError(f"workload.em_max must be a number ≥ 1 (deadline multiplier bound), got {em_max!r}")
 
 
+@dataclass(frozen=True, eq=False)
+class OpenStream:
+    """The workflows of an open stream (see the module docstring), each built when iteration reaches
+    it; iterating again builds the same workflows."""
+
+    draw_dag: Callable[[np.random.Generator], Dag]
+    dag_rng: np.random.Generator  # the DAG child generator before its first draw
+    arrivals: np.ndarray
+    delayed: np.ndarray
+    offsets: np.ndarray
+    em: np.ndarray
+    machines: int
+    slots: int
+    source: str = ""
+    kind: str = ""
+
+    def __len__(self) -> int:
+        return len(self.arrivals)
+
+    def __iter__(self) -> Iterator[Workflow]:
+        r_dag = copy.deepcopy(self.dag_rng)
+        first = 0
+        for j in range(len(self)):
+            dag = self.draw_dag(r_dag)
+            at = float(self.arrivals[j])
+            start = at + float(self.offsets[j]) if self.delayed[j] else at
+            where = f"{self.source}: workflow {j}"
+            check_size(len(dag.runtimes), self.machines, self.slots, where)  # before SET^R, the first use of its size
+            alone = alone_schedule(dag.runtimes, dag.parents, self.machines, self.slots, start)
+            length = max(alone, default=start) - start  # SET^R
+            wf = make_workflow(j, first, at, start, math.ceil(start + length * float(self.em[j])), dag.runtimes,
+                               dag.parents, self.machines, self.slots, kind=self.kind, where=where, alone=alone)
+            first += len(wf.tasks)
+            yield wf
+
+
 def open_stream(rng: np.random.Generator, draw_dag: Callable[[np.random.Generator], Dag], *, jobs: int,
                 arrival_rate: float, s_max: int, em_max: float, machines: int, slots: int, warmup: int = 0,
                 source: str = "", kind: str = "") -> Workload:
-    """``jobs`` workflows, each DAG from ``draw_dag`` on the DAG child generator (see module doc)."""
+    """``jobs`` workflows, each DAG from ``draw_dag`` on the DAG child generator (see module doc),
+    as an :class:`OpenStream`."""
     check_stream(jobs, warmup, arrival_rate, s_max, em_max)
     r_arrive, r_dag, r_start, r_em = rng.spawn(4)
     arrivals = np.cumsum(r_arrive.standard_exponential(jobs)) / arrival_rate
     delayed = r_start.random(jobs) < 0.5
     offsets = 1 + np.floor(r_start.random(jobs) * s_max)  # DU(1, s_max)
     em = 1 + r_em.random(jobs) * (em_max - 1)
-    workflows, tasks, first = [], [], 0
-    for j in range(jobs):
-        dag = draw_dag(r_dag)
-        at = float(arrivals[j])
-        start = at + float(offsets[j]) if delayed[j] else at
-        where = f"{source}: workflow {j}"
-        check_size(len(dag.runtimes), machines, slots, where)  # before SET^R, the first use of its size
-        length = set_r(dag.runtimes, dag.parents, machines, slots, start)
-        wf = make_workflow(j, first, at, start, math.ceil(start + length * float(em[j])), dag.runtimes,
-                           dag.parents, machines, slots, kind=kind, where=where, length=length)
-        workflows.append(wf)
-        tasks.extend(wf.tasks)
-        first += len(wf.tasks)
-    return Workload(tasks, source=source, kind="workflow", workflows=tuple(workflows), warmup=warmup)
+    stream = OpenStream(draw_dag, r_dag, arrivals, delayed, offsets, em, machines, slots, source, kind)
+    return Workload(source=source, kind="workflow", workflows=stream, warmup=warmup)
 
 
 def workflow_stream(rng: np.random.Generator, type: str, *, n: int = 50, **stream: object) -> Workload:
