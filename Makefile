@@ -35,9 +35,10 @@ report: $(STAMP) ## tables (mean ± 95% CI), paired diffs, figures from MLflow i
 
 PAPER_ARGS ?=
 PAPER_OUT ?= docs/paper
-paper: $(STAMP) ## every paper_*.yaml swept (resumes; RAY_ADDRESS=… a cluster), tables in $(PAPER_OUT) (PAPER_ARGS=, see README)
+paper: $(STAMP) ## every paper_*.yaml swept (resumes; RAY_ADDRESS=… a cluster), tables and runs.parquet in $(PAPER_OUT) (PAPER_ARGS=, see README)
 	$(PY) sweeps/paper.py $(PAPER_ARGS)
 	$(PY) analysis/paper.py --out $(PAPER_OUT) $(PAPER_ARGS)
+	$(PY) analysis/paper.py --export-runs $(PAPER_OUT)/runs.parquet $(filter tracking.uri=%,$(PAPER_ARGS))
 
 bench: $(STAMP) ## benchmarks: simulator, DRF, RM-DCWF, MRCP-RM, sweep speed and make paper on 1 vs 2 Ray nodes (JSON + Markdown tables in $(BENCH_OUT)/)
 	$(PY) tests/bench/bench_sim.py --out $(BENCH_OUT)
