@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from analysis.paper import TableResult, tidy
+from analysis.paper_result import TableResult, tidy
 from analysis.paper_spec import level_key
 from analysis.stats import COLUMN
 

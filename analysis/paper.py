@@ -30,31 +30,24 @@ import argparse
 import math
 import re
 import sys
-from dataclasses import dataclass, field
 from pathlib import Path
 
 import pandas as pd
 
 from analysis import AnalysisError
+from analysis.calibration import write_calibration
 from analysis.claims import claims_markdown, evaluate, overall
 from analysis.export import RunExport, write_export
-from analysis.formatting import caption, format_pm, metric_unit, significant, to_latex, to_markdown
+from analysis.formatting import caption, format_pm, significant, to_latex, to_markdown
+from analysis.paper_result import TableResult, display, row_text, tidy
 from analysis.paper_spec import PaperTable, level_key, load_tables
 from analysis.runs import RUN_KEY_TAG, SEED_KEY, RunSet, default_tracking_uri, load_runs, non_semantic
 from analysis.stats import COLUMN, aggregate, level_text
 from analysis.summary import code_notes
 
-#: how a metric is shown: (name, unit, factor from our unit) — the paper prints P in %
-DISPLAY = {"late/proportion": ("P", "%", 100.0), "turnaround/mean": ("T", "s", 1.0),
-           "overhead/mean_s": ("O", "s", 1.0), "util": ("utilisation", "%", 100.0)}
 NOT_RUN = "not run"
 #: overrides that choose how a sweep runs, not which runs it makes (never run filters)
 BOOKKEEPING = ("replications", "tracking", "sweep", "experiment_name", "experiment", "seed")
-
-
-def display(metric: str) -> tuple[str, str, float]:
-    """``(name, unit, scale)`` of a metric in the tables (``late/proportion`` → P in %)."""
-    return DISPLAY.get(metric, (metric, metric_unit(metric), 1.0))
 
 
 def paper_text(mean: float, half: float, scale: float) -> str:
@@ -65,38 +58,6 @@ def paper_text(mean: float, half: float, scale: float) -> str:
     """
     text = significant(mean * scale)
     return text + (f" ± {significant(half * scale)}" if math.isfinite(half) else "")
-
-
-def row_text(value: object) -> str:
-    """A row level: a long decimal that is 1/N shows as ``1/N`` (the paper's rates), else as configured.
-
-    >>> row_text(1 / 180), row_text(0.02), row_text(40)
-    ('1/180', '0.02', '40')
-    """
-    text = level_text(value)
-    try:
-        number = float(text)
-    except ValueError:
-        return text
-    if 0 < number < 1 and len(text) > 8 and abs(1 / number - round(1 / number)) < 1e-6:
-        return f"1/{round(1 / number)}"
-    return text
-
-
-@dataclass
-class TableResult:
-    """One table's numbers: the runs it uses, our summary, the published values, claim lines, notes."""
-
-    table: PaperTable
-    design: pd.DataFrame
-    summary: pd.DataFrame
-    claims: pd.DataFrame
-    codes: list[str] = field(default_factory=list)
-    notes: list[str] = field(default_factory=list)
-
-    @property
-    def rows(self) -> list[str]:
-        return [self.table.rows] if self.table.rows else []
 
 
 def run_filters(overrides: list[str]) -> dict[str, str]:
@@ -278,18 +239,6 @@ def table_caption(result: TableResult) -> str:
     return f"{result.table.title}. {ours}; paper: as published ({where}){code}{notes}"
 
 
-def tidy(result: TableResult) -> pd.DataFrame:
-    """Ours and the paper's numbers side by side, one line per cell and metric (our units)."""
-    rows = result.rows
-    ours = result.summary.rename(columns={COLUMN: "config"})
-    ours = ours.assign(row=ours[rows[0]].map(level_key) if rows else "all")
-    ours = ours[["row", "config", "metric", "mean", "half_width", "n"]]
-    published = result.table.published.assign(row=lambda f: f["row"].map(level_key) if rows else "all")
-    published = published.rename(columns={"mean": "paper_mean", "halfwidth": "paper_halfwidth"})
-    return ours.merge(published[["row", "config", "metric", "paper_mean", "paper_halfwidth", "source"]],
-                      on=["row", "config", "metric"], how="outer")
-
-
 def write(results: list[TableResult], out: Path, figures: bool = True) -> list[Path]:
     """Every table (Markdown, LaTeX, CSV, figure), the claims and the index under ``out``."""
     out.mkdir(parents=True, exist_ok=True)
@@ -315,8 +264,6 @@ def write(results: list[TableResult], out: Path, figures: bool = True) -> list[P
     claims.to_csv(out / "claims.csv", index=False)
     quotes = {(r.table.id, c.text): c.quote for r in results for c in r.table.claims if c.quote}
     (out / "claims.md").write_text(claims_markdown(claims, quotes) + "\n")
-    from analysis.calibration import write_calibration  # it reads TableResult: imported when writing
-
     calibrated = write_calibration(results, out)
     if calibrated is not None:
         index.append(f"- [Calibration (ours): held-out published values at n = 50 vs the fitted n]({calibrated.name})")

@@ -14,12 +14,13 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt
 
+from analysis.paper_result import display, row_text
 from analysis.stats import COLUMN
 
 if TYPE_CHECKING:
     import pandas as pd
 
-    from analysis.paper import TableResult
+    from analysis.paper_result import TableResult
 
 
 def draw(result: TableResult, path: Path) -> Path:
@@ -33,8 +34,6 @@ def draw(result: TableResult, path: Path) -> Path:
 
 def figure(result: TableResult) -> plt.Figure:
     """The table's figure: one panel per metric, titled with the table and :func:`sample_line`."""
-    from analysis.paper import display, row_text
-
     table, summary, published = result.table, result.summary, result.table.published
     configs = list(dict.fromkeys([*published["config"], *sorted(summary[COLUMN].unique())]))
     colours = {c: plt.get_cmap("tab10")(i % 10) for i, c in enumerate(configs)}

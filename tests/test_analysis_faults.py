@@ -30,7 +30,7 @@ from analysis import figures, paper_figures, store
 from analysis import paper as paper_cli
 from analysis import report as report_cli
 from analysis.figures import plot_wait_ecdf
-from analysis.paper import TableResult
+from analysis.paper_result import TableResult
 from analysis.paper_spec import PaperTable
 from analysis.stats import aggregate
 from tests.conftest import REPO

@@ -10,7 +10,7 @@ import pytest
 
 from analysis import AnalysisError
 from analysis.calibration import calibration, write_calibration
-from analysis.paper import TableResult
+from analysis.paper_result import TableResult
 from analysis.paper_spec import PaperTable, read_table
 from analysis.stats import COLUMN
 

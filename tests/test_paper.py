@@ -23,7 +23,8 @@ from omegaconf import OmegaConf
 from analysis import AnalysisError
 from analysis.claims import NOT_SUPPORTED, SUPPORTED, overall
 from analysis.export import REQUIRED, TAGS, RunExport
-from analysis.paper import display, main, paper_text, read_runs, row_text
+from analysis.paper import main, paper_text, read_runs
+from analysis.paper_result import display, row_text
 from analysis.paper_spec import level_key, load_tables, read_published
 from analysis.runs import RunSet
 from tests.conftest import REPO

@@ -38,8 +38,9 @@ def make_workflow(wid: int, first_task: int, arrival: float, earliest_start: flo
                   runtimes: Sequence[float], parents: Sequence[Sequence[int]], machines: int, slots: int,
                   kind: str = "", where: str = "workflow", alone: Sequence[float] | None = None) -> Workflow:
     """A :class:`Workflow` whose tasks get global ids ``first_task``.. (parents shifted likewise) and
-    its SET^R schedule (``alone``: its task completions, when the caller already has them). Refuses a workflow beyond the bounds of
-    :mod:`sim.workflows.limits` (its size on this system, a time above ``MAX_SECONDS``), naming ``where``."""
+    its SET^R schedule (``alone``: its task completions, when the caller already has them). Refuses a
+    workflow beyond the bounds of :mod:`sim.workflows.limits` (its size on this system, a time above
+    ``MAX_SECONDS``), naming ``where``."""
     check_size(len(runtimes), machines, slots, where)
     for field, value in (("arrival", arrival), ("earliest_start", earliest_start), ("deadline", deadline)):
         check_time(value, where, field)
