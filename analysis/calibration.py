@@ -36,9 +36,8 @@ def held_out(result: TableResult, fit_row: object = None) -> pd.DataFrame:
 
 
 def task_count(result: TableResult) -> str:
-    """The runs' ``workload.n`` (several values joined; "—" before any run)."""
-    column = result.design.get("workload.n")
-    return ", ".join(sorted({level_key(v) for v in column})) if column is not None and len(column) else "—"
+    """The task count ``workload.n`` all the table's runs share ("—" before any run)."""
+    return result.held.get("workload.n", "—")
 
 
 def calibration(results: list[TableResult]) -> pd.DataFrame:

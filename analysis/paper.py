@@ -185,7 +185,9 @@ def analyse_table(table: PaperTable, tracking_uris: list[str], pool_code: bool =
     notes += code_notes(runs, design, rows, ["config"], pool_code)
     codes = sorted(set(runs.code_fingerprints().loc[design.index]))
     summary = aggregate(design, rows, ["config"], table.metrics)
-    return TableResult(table, design, summary, evaluate(table, design), codes, notes)
+    used = runs.params.loc[design.index]
+    held = {key: level_key(used[key].iloc[0]) for key in used.columns if used[key].map(level_key).nunique() == 1}
+    return TableResult(table, design, summary, evaluate(table, design), codes, notes, held)
 
 
 def cells(result: TableResult) -> pd.DataFrame:

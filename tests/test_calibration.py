@@ -28,7 +28,7 @@ def result(table: str, n: int, means: dict[tuple[float, str, str], tuple[float, 
     summary = pd.DataFrame([{"workload.arrival_rate": row, COLUMN: config, "metric": metric, "mean": mean,
                              "sd": 1.0, "n": 10, "half_width": half}
                             for (row, config, metric), (mean, half) in means.items()])
-    return TableResult(paper, pd.DataFrame({"workload.n": [n] * 3}), summary, pd.DataFrame())
+    return TableResult(paper, pd.DataFrame(), summary, pd.DataFrame(), held={"workload.n": str(n)})
 
 
 def test_counts_inside_the_ci_and_within_ten_percent_and_leaves_the_fit_row_out() -> None:
