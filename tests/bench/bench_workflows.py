@@ -37,15 +37,13 @@ from sim.core import Cluster  # noqa: E402
 from sim.policies import policy_from_conf  # noqa: E402
 from sim.run import run  # noqa: E402
 from sweeps.specs import WorkflowStream  # noqa: E402
+from tests import calendar_swap as swap  # noqa: E402
 from tests.bench._output import machine, write  # noqa: E402
+from tests.calendar_swap import CONFIGS  # noqa: E402  (FIFO and the eight RM-DCWF configurations)
 
 #: (label, workload type, λ) — the paper's LIGO default and high-load points, Genome's default
 POINTS = (("LIGO default", "ligo", 1 / 180), ("LIGO λ=1/150", "ligo", 1 / 150), ("Genome default", "genome", 1 / 2290))
 TARGET_O = {"LIGO default": 0.005, "LIGO λ=1/150": 0.030}
-#: the eight RM-DCWF configurations (laxity distribution × laxity × TSP) and the FIFO baseline
-CONFIGS: dict[str, tuple[str, dict[str, str]]] = {
-    f"{d.upper()}-{x.upper()}-{t.upper()}": ("rmdcwf", {"laxity_distribution": d, "laxity": x, "tsp": t})
-    for d in ("pd", "ed") for x in ("sl", "tl") for t in ("tsp1", "tsp2")} | {"fifo_workflow": ("fifo_workflow", {})}
 TARGET_RSS_RATIO = 1.3  # peak RSS of the largest --rss size over the smallest's
 SECTIONS = ("points", "overhead", "rss", "calendar", "commit")
 #: the commit section: the whole simulator at this commit against a checkout of it (git worktree)
@@ -143,8 +141,6 @@ def calendar_rows(jobs: int, repeats: int) -> list[dict]:
     first) for each of :data:`CALENDAR_CONFIGS` on one stream (seed 0, warm-up ``jobs // 10``) built
     once beforehand, with main c300018's calendar and with the current one; every run's tasks.csv
     hashed (SHA-256 of the bytes ``sim.tables.write_csv`` writes)."""
-    from tests import calendar_swap as swap
-
     label, kind, rate = CALENDAR_POINT
     started = time.perf_counter()
     workload, cluster = swap.stream(kind, rate, jobs, seed=0)
