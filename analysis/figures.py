@@ -28,8 +28,8 @@ from matplotlib.collections import PatchCollection
 from matplotlib.patches import Patch, Rectangle
 
 from analysis.formatting import metric_label, metric_unit
-from analysis.stats import CONFIDENCE, t_half_width
 from analysis.timeline import assign_nodes, busy_steps, time_unit
+from sim.stats import CONFIDENCE, t_half_width
 
 FORMATS = ("png", "pdf")
 DPI = 150

@@ -41,7 +41,7 @@ from analysis.export import RunExport, write_export
 from analysis.formatting import caption, format_pm, significant, to_latex, to_markdown
 from analysis.paper_result import TableResult, display, row_text, tidy
 from analysis.paper_spec import PaperTable, level_key, load_tables
-from analysis.runs import RUN_KEY_TAG, SEED_KEY, RunSet, default_tracking_uri, load_runs, non_semantic
+from analysis.runs import RUN_KEY_TAG, SEED_KEY, RunSet, default_tracking_uri, load_runs
 from analysis.stats import COLUMN, aggregate, level_text
 from analysis.summary import code_notes
 
@@ -94,11 +94,10 @@ def table_design(runs: RunSet, table: PaperTable, seed_key: str = SEED_KEY,
     if absent:
         raise AnalysisError(f"{table.source}: {', '.join(absent)} not a config key of the runs of experiment "
                             f"{table.experiment!r}")
-    ignore = non_semantic(params)
     group = [*factors, seed_key]
     keep, notes = params, []
     for key in sorted(params.columns):
-        if key in group or any(key == p or key.startswith(p + ".") for p in ignore):
+        if key in group:
             continue
         column = keep[key].map(level_key)
         if column.nunique() < 2 or column.groupby([keep[k].map(level_key) for k in group]).nunique().max() <= 1:

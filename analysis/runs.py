@@ -11,7 +11,6 @@ metrics are ``group/name`` (``wait/mean``, ``util`` …); tags ``schedlab.run_ke
 
 from __future__ import annotations
 
-import json
 import os
 import tempfile
 from collections.abc import Iterator, Sequence
@@ -32,9 +31,6 @@ SWEEP_TAG = "schedlab.sweep_id"
 ERROR_TAG = "schedlab.error"
 CODE_TAG = "schedlab.code"
 UNKNOWN_CODE = "unknown"  # the fingerprint of runs logged without a schedlab.code tag
-# Config keys (or key prefixes) that never change a run's result, as the sweeps' ``sweep.non_semantic``
-# default; a run's own logged ``sweep.non_semantic`` list (JSON) is honoured too.
-NON_SEMANTIC = ("tracking", "sweep", "experiment_name", "replications", "workload.base_dir", "hydra")
 
 
 def default_tracking_uri(cwd: Path | None = None) -> str:
@@ -74,7 +70,7 @@ class RunSet:
 
     def varying(self, seed_key: str = SEED_KEY, cols: Sequence[str] = ()) -> list[str]:
         """Config keys that vary across the finished runs (see :func:`varying_keys`)."""
-        return varying_keys(self.params, seed_key, cols, non_semantic(self.params))
+        return varying_keys(self.params, seed_key, cols)
 
     def resolve_factor(self, name: str, seed_key: str = SEED_KEY) -> str:
         """The param key a user means by ``name`` (exact, ``<name>.name`` of older runs, unique suffixes)."""
@@ -147,14 +143,13 @@ def load_runs(
 
 
 def varying_keys(
-    params: pd.DataFrame, seed_key: str = SEED_KEY, cols: Sequence[str] = (), ignore: Sequence[str] = NON_SEMANTIC
-) -> list[str]:
+    params: pd.DataFrame, seed_key: str = SEED_KEY, cols: Sequence[str] = ()) -> list[str]:
     """Config keys with more than one value, sorted — the candidate row factors.
 
     Left out: the replication key ``seed_key`` and keys that merely copy it (same partition of
-    the runs, e.g. ``workload.seed``), the column factors ``cols``, keys fixed within each
-    column level (attributes of a policy such as ``policy.order`` when every policy has one) and
-    bookkeeping keys in ``ignore`` (``tracking.uri``, ``sweep.force`` …: they never change results).
+    the runs, e.g. ``workload.seed``), the column factors ``cols`` and keys fixed within each
+    column level (attributes of a policy such as ``policy.order`` when every policy has one).
+    Bookkeeping keys (``sweep.non_semantic``) are never params: runs log their semantic config only.
 
     >>> p = pd.DataFrame({"policy": list("aaaabbbb"), "policy.order": list("xxxxyyyy"),
     ...                   "rate": [1, 1, 2, 2] * 2, "seed": [0, 1] * 4, "nodes": [4] * 8})
@@ -167,8 +162,6 @@ def varying_keys(
         column = params[key]
         if key == seed_key or key in cols or column.nunique(dropna=False) < 2:
             continue
-        if any(key == prefix or key.startswith(prefix + ".") for prefix in ignore):
-            continue
         if seed is not None and _same_partition(column, seed):
             continue
         if cols and params.groupby(list(cols), dropna=False)[key].nunique(dropna=False).max() == 1:
@@ -177,20 +170,6 @@ def varying_keys(
     return out
 
 
-def non_semantic(params: pd.DataFrame) -> tuple[str, ...]:
-    """:data:`NON_SEMANTIC` plus every key listed in the runs' ``sweep.non_semantic`` params.
-
-    >>> non_semantic(pd.DataFrame({"sweep.non_semantic": ['["tracking", "notes"]']}))[-1]
-    'notes'
-    """
-    extra: list[str] = []
-    for text in params.get("sweep.non_semantic", pd.Series(dtype=str)).dropna().unique():
-        try:
-            listed = json.loads(str(text))
-        except ValueError:
-            continue
-        extra += [str(k) for k in listed] if isinstance(listed, list) else []
-    return tuple(dict.fromkeys([*NON_SEMANTIC, *extra]))
 
 
 def resolve_key(name: str, keys: Sequence[str], kind: str, varying: Sequence[str] = ()) -> str:

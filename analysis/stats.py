@@ -1,8 +1,8 @@
 """Statistics over replications: mean, sd, n and Student-t CI half-widths; paired differences.
 
 Each cell of a results table summarises the replications (seeds) of one configuration. The
-half-width of the two-sided ``confidence`` interval is ``t_{(1+confidence)/2, n-1} · sd / √n``
-with the quantile from :func:`scipy.stats.t.ppf`; it is undefined (NaN) for n < 2.
+half-width of the two-sided ``confidence`` interval is :func:`sim.stats.t_half_width` (the one CI
+definition, shared with the precision sweeper); it is undefined (NaN) for n < 2.
 
 Paired comparisons use common random numbers: runs that differ only in the column factor (the
 policy) and share the seed saw the same jobs, so the per-seed difference removes the workload's
@@ -19,30 +19,14 @@ from collections.abc import Sequence
 
 import numpy as np
 import pandas as pd
-from scipy import stats
 
 from analysis import AnalysisError
+from sim.stats import CONFIDENCE, t_half_width
 
-CONFIDENCE = 0.95
 COLUMN = "column"  # the combined column-factor label in aggregated frames
 STAT_COLUMNS = ["mean", "sd", "n", "half_width", "ci_low", "ci_high"]
 #: a spread below this fraction of the mean is floating-point noise of identical values
 RELATIVE_NOISE = 1e-9
-
-
-def t_half_width(sd: float | np.ndarray, n: float | np.ndarray, confidence: float = CONFIDENCE) -> np.ndarray:
-    """Half-width of the Student-t confidence interval of a mean; NaN where n < 2.
-
-    >>> float(np.round(t_half_width(1.0, 4), 4))  # t(0.975, 3) = 3.1824, / sqrt(4)
-    1.5912
-    >>> bool(np.isnan(t_half_width(1.0, 1)))
-    True
-    """
-    sd_arr = np.asarray(sd, dtype=float)
-    n_arr = np.asarray(n, dtype=float)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        dof = np.where(n_arr >= 2, n_arr - 1, np.nan)
-        return stats.t.ppf(0.5 + confidence / 2, dof) * sd_arr / np.sqrt(n_arr)
 
 
 def no_spread(summary: pd.DataFrame) -> pd.Series:

@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import csv
 import os
 import sys
 import time
@@ -133,18 +132,12 @@ def _check_writable(flag: str, path: Path) -> None:
 
 
 def write_schedule(result: SimulationResult, path: Path) -> None:
-    """The schedule in input order; written to a temporary file and renamed (atomic)."""
-    tmp = path.with_name(path.name + ".tmp")
-    with tmp.open("w", newline="") as handle:
-        writer = csv.writer(handle)
-        writer.writerow(["job_id", "submit_time", "start_time", "end_time", "nodes"])
+    """The schedule in input order, written atomically (:func:`sim.tables.csv_rows`)."""
+    from sim.tables import csv_rows
+
+    with csv_rows(path, ["job_id", "submit_time", "start_time", "end_time", "nodes"]) as write:
         for r in result.records:
-            writer.writerow([r.job.id, _number(r.job.submit), _number(r.start), _number(r.end), r.job.nodes])
-    tmp.replace(path)
-
-
-def _number(value: float) -> str:
-    return str(int(value)) if value == int(value) else repr(value)
+            write([r.job.id, r.job.submit, r.start, r.end, r.job.nodes])
 
 
 def replay_stream(args: argparse.Namespace, policy: Policy, described: str) -> int:

@@ -84,9 +84,17 @@ class Cluster:
         return cls(("nodes",), ((count,),))
 
     @classmethod
-    def slotted(cls, machines: int, slots: int, resource: str = "slots") -> Cluster:
+    def slotted(cls, machines: int, slots: int) -> Cluster:
         """``machines`` identical resources with ``slots`` concurrent tasks each (RM-DCWF's m × c_r)."""
-        return cls((resource,), tuple((slots,) for _ in range(machines)))
+        return cls(("slots",), tuple((slots,) for _ in range(machines)))
+
+    def slotted_shape(self, who: str) -> tuple[int, int]:
+        """``(m, c_r)`` of a :meth:`slotted` cluster; an :class:`InputError` naming ``who`` for any other."""
+        caps = sorted(set(self.machines))
+        if self.resources != ("slots",) or len(caps) != 1 or not float(caps[0][0]).is_integer():
+            raise InputError(f"{who} needs a slotted cluster (m identical resources of c_r slots each: "
+                             f"cluster=rmdcwf), got resources {self.resources} with capacities {caps}")
+        return len(self.machines), int(caps[0][0])
 
     @property
     def total(self) -> tuple[float, ...]:

@@ -17,7 +17,6 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlparse
 
-from hydra_plugins.schedlab_ray_launcher.hooks import RunReport
 from sweeps.identity import Fingerprint, changed_files
 from sweeps.task import RunOutcome
 from sweeps.tracking import TAG, Claim, LoggedRun, open_store, semantic_config, to_yaml
@@ -63,9 +62,9 @@ def _file_id(uri: str) -> tuple[int, int] | None:
 
 @dataclass(frozen=True)
 class RunRecord:
-    """A run's record before it ran: called with the run's :class:`RunReport` on the worker, it writes
-    the record when the store is :meth:`~StoreLocation.reachable` and returns the MLflow run id (else
-    ``None``: the driver writes it)."""
+    """A run's record before it ran: called on the worker with the run's report (``status``, ``value``,
+    ``error``, ``traceback``, ``node_id``, ``node_ip``, ``end_time``), it writes the record when the store
+    is :meth:`~StoreLocation.reachable` and returns the MLflow run id (else ``None``: the driver writes it)."""
 
     store: StoreLocation
     claim: Claim
@@ -73,7 +72,7 @@ class RunRecord:
     tags: dict[str, str]
     params: dict[str, Any]
 
-    def __call__(self, report: RunReport) -> str | None:
+    def __call__(self, report: Any) -> str | None:
         if not self.store.reachable():
             return None
         return self.write(report.status, report.value if report.status == "FINISHED" else None, report.error,

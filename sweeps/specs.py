@@ -214,11 +214,10 @@ class SlottedCluster:
         return Cluster.slotted(self.m, self.c_r)
 
 
-def slotted_shape(cluster: Cluster | None, workload: str) -> tuple[int, int]:
-    """(m, c_r) of a slotted cluster, or a clear refusal."""
-    if cluster is None or cluster.resources != ("slots",):
-        raise InputError(f"{workload} needs a slotted cluster (m resources × c_r slots): use cluster=rmdcwf")
-    return len(cluster.machines), int(cluster.machines[0][0])
+def _shape(cluster: Cluster | None, workload: str) -> tuple[int, int]:
+    if cluster is None:  # cluster=from_trace: refused on the driver by sweeps.task.prepare
+        raise InputError(f"{workload} needs a slotted cluster (cluster=rmdcwf)")
+    return cluster.slotted_shape(workload)
 
 
 @dataclass(frozen=True)
@@ -245,13 +244,13 @@ class _StreamParams:
         return {}
 
     def _stream_args(self, cluster: Cluster | None, workload: str) -> dict:
-        m, c_r = slotted_shape(cluster, workload)
+        m, c_r = _shape(cluster, workload)
         return {"jobs": self.jobs, "arrival_rate": float(self.arrival_rate), "s_max": self.s_max,
                 "em_max": float(self.em_max), "warmup": self.warmup, "machines": m, "slots": c_r}
 
     def stream_file(self, workload: Workload, cluster: Cluster, path: str | Path) -> Path:
         """Save ``workload`` as a workflow-stream JSON file (the ``save_stream`` artifact)."""
-        m, c_r = slotted_shape(cluster, "a workflow stream file")
+        m, c_r = cluster.slotted_shape("a workflow stream file")
         return write_stream(path, workload.workflows, m, c_r)
 
 
@@ -354,7 +353,7 @@ class WorkflowFile:
         return {self.path: self.file}
 
     def build(self, rng: np.random.Generator, cluster: Cluster | None) -> Workload:
-        m, c_r = slotted_shape(cluster, "workload workflow_file")
+        m, c_r = _shape(cluster, "workload workflow_file")
         workload, file_m, file_c_r = read_stream(self.file, warmup=self.warmup)
         if (file_m, file_c_r) != (m, c_r):
             raise InputError(f"{self.file}: the stream was drawn for m={file_m}, c_r={file_c_r} but the cluster "

@@ -27,7 +27,7 @@ from sim.policies.loading import build_policy
 from sim.run import check_kind, run
 from sim.workflows.metrics import TASK_COLUMNS
 from sweeps.identity import sha256_file
-from sweeps.specs import TRACE_SOURCES, slotted_shape
+from sweeps.specs import TRACE_SOURCES
 
 #: The artifact holding a run's drawn workflow stream (``workload.save_stream=true``).
 STREAM_ARTIFACT = "workflow_stream.json"
@@ -65,26 +65,14 @@ class RunParts:
     seed: int
     cluster: Any
     workload: Any
-    policy_config: dict[str, Any]
     kill_at_limit: bool
     drop_oversized: bool
 
 
 def prepare(cfg: dict[str, Any]) -> RunParts:
-    """Check a run config without simulating (cheap; raises :class:`InputError` with a clear message)."""
-    unknown = sorted(set(cfg) - TOP_LEVEL_KEYS)
-    if unknown:
-        raise InputError(f"unknown top-level config key(s) {unknown}; expected {sorted(TOP_LEVEL_KEYS)}")
-    seed = cfg.get("seed")
-    if not isinstance(seed, int) or isinstance(seed, bool) or seed < 0:
-        raise InputError(f"seed must be a non-negative integer, got {seed!r}")
-    engine = dict(cfg.get("engine") or {})
-    extra = sorted(set(engine) - {"kill_at_limit", "drop_oversized"})
-    if extra:
-        raise InputError(f"unknown engine option(s) {extra}; expected kill_at_limit, drop_oversized")
-    parts = RunParts(seed=seed, cluster=_built("cluster", cfg), workload=_built("workload", cfg),
-                     policy_config=dict(cfg["policy"]), kill_at_limit=bool(engine.get("kill_at_limit", False)),
-                     drop_oversized=bool(engine.get("drop_oversized", False)))
+    """Check a run config without simulating, on the driver (cheap; raises :class:`InputError` with a clear
+    message): its parts, and that its policy builds and fits its workload and cluster."""
+    parts = _parts(cfg)
     policy = _built("policy", cfg)  # unknown policy names and options fail here, on the driver
     check_kind(policy, parts.workload.kind)
     if not parts.cluster.fixed and not parts.workload.sizes_machine:
@@ -95,8 +83,25 @@ def prepare(cfg: dict[str, Any]) -> RunParts:
         cluster = parts.cluster.build()
         _check_fit(policy, cluster)
         if parts.workload.kind == "workflow":  # workflows run on m resources × c_r slots
-            slotted_shape(cluster, f"workload {cfg['workload'].get('type', 'workflow_file')}")
+            cluster.slotted_shape(f"workload {cfg['workload'].get('type', 'workflow_file')}")
     return parts
+
+
+def _parts(cfg: dict[str, Any]) -> RunParts:
+    """A run's seed, engine options and cluster and workload specs (each spec built once per process)."""
+    unknown = sorted(set(cfg) - TOP_LEVEL_KEYS)
+    if unknown:
+        raise InputError(f"unknown top-level config key(s) {unknown}; expected {sorted(TOP_LEVEL_KEYS)}")
+    seed = cfg.get("seed")
+    if not isinstance(seed, int) or isinstance(seed, bool) or seed < 0:
+        raise InputError(f"seed must be a non-negative integer, got {seed!r}")
+    engine = dict(cfg.get("engine") or {})
+    extra = sorted(set(engine) - {"kill_at_limit", "drop_oversized"})
+    if extra:
+        raise InputError(f"unknown engine option(s) {extra}; expected kill_at_limit, drop_oversized")
+    return RunParts(seed=seed, cluster=_built("cluster", cfg), workload=_built("workload", cfg),
+                    kill_at_limit=bool(engine.get("kill_at_limit", False)),
+                    drop_oversized=bool(engine.get("drop_oversized", False)))
 
 
 def _check_fit(policy: Any, cluster: Cluster) -> None:
@@ -110,11 +115,12 @@ def _check_fit(policy: Any, cluster: Cluster) -> None:
 
 
 def run_one(cfg: dict[str, Any]) -> RunOutcome:
-    """Simulate one run; the workload depends only on ``seed`` and the workload config.
+    """Simulate one run of a config :func:`prepare` checked on the driver; the workload depends only on
+    ``seed`` and the workload config, the policy is built once, here.
 
     The input files are hashed here, where they are read: before and after the workload reads them, so
     the digest recorded is that of the bytes parsed (a file that changes while it is read fails the run)."""
-    parts = prepare(cfg)
+    parts = _parts(cfg)
     tic = time.perf_counter()
     cluster = parts.cluster.build() if parts.cluster.fixed else None
     files = parts.workload.input_files()
@@ -196,8 +202,8 @@ _MAX_BUILT = 1024
 def _built(group: str, cfg: dict[str, Any]) -> Any:
     """:func:`_instantiate`, once per distinct sub-config in this process.
 
-    The runs of a sweep mostly share their cluster, workload and policy configs; specs are
-    immutable, and :func:`run_one` still builds a fresh policy for every run.
+    The runs of a sweep mostly share their cluster, workload and policy configs; specs are immutable,
+    and the policy built here is only checked (:func:`run_one` builds each run's own).
     """
     key = (group, repr(cfg.get(group)))
     if key not in _BUILT:

@@ -21,7 +21,7 @@ from hydra.core.hydra_config import HydraConfig
 from mlflow.tracking import MlflowClient
 
 from sweeps.claims import CLAIM_TAGS, SWEEP_TAG
-from sweeps.hook import SweepTracker, group_choices, task_config
+from sweeps.planner import Planner, group_choices, task_config
 from tests.test_resume_identity import EXPERIMENT, conf, trace_dir, trace_runs  # noqa: F401 (fixtures)
 from tests.test_sweeps import ENV, RUN, SMALL, descendants, kill_tree, mlflow_server, runs, sqlite_uri  # noqa: F401
 
@@ -117,14 +117,14 @@ def test_a_claim_elsewhere_is_skipped_while_its_sweep_beats_and_taken_over_after
     uri = sqlite_uri(trace_dir)
     [overrides] = trace_runs(trace_dir, policies=("easy",))
 
-    def plan() -> tuple[str | None, SweepTracker]:
-        tracker = SweepTracker(summary=False)
+    def plan() -> tuple[str | None, Planner]:
+        tracker = Planner(summary=False)
         cfg = compose("config", overrides=overrides, return_hydra_config=True)
         HydraConfig.instance().set_config(cfg)
         tracker.configure(cfg)
         plain = task_config(cfg)
         tracker.check(0, plain, group_choices(cfg), overrides)
-        return tracker.plan_configs({0: plain})[0], tracker
+        return tracker.plan({0: plain})[0], tracker
 
     _, tracker = plan()  # opens the store; claim as the other host would
     assert tracker.store is not None
@@ -132,7 +132,7 @@ def test_a_claim_elsewhere_is_skipped_while_its_sweep_beats_and_taken_over_after
     run = tracker.store.claim({**tracker.identity_tags(0), **other}, "easy")
     tracker.store.set_sweep_tag(SWEEP_TAG + "far-sweep", json.dumps({"beat": time.time()}))
     decision, tracker = plan()
-    assert decision == "running in another sweep: far-sweep"
+    assert str(decision) == "running in another sweep: far-sweep" and decision.elsewhere == "far-sweep"
     assert "1 not run here: running in another sweep (far-sweep)" in tracker.notes()[0]
     tracker.store.set_sweep_tag(SWEEP_TAG + "far-sweep", json.dumps({"beat": time.time() - 3600}))
     decision, tracker = plan()

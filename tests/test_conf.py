@@ -15,7 +15,7 @@ from omegaconf import DictConfig, OmegaConf
 
 from sim.core import InputError
 from sweeps import task
-from sweeps.hook import DEFAULT_NON_SEMANTIC, task_config
+from sweeps.planner import Planner, task_config
 from sweeps.tracking import flatten, run_key
 from tests.conftest import REPO
 
@@ -50,7 +50,8 @@ def test_defaults_list_reads_like_a_table_of_contents() -> None:
 def test_default_config_is_the_demo_on_the_ray_launcher() -> None:
     cfg = load()
     assert cfg.hydra.launcher._target_.endswith("RayLauncher") and cfg.hydra.launcher.address == "local"
-    assert cfg.hydra.launcher.hook._target_ == "sweeps.hook.SweepTracker"
+    assert cfg.hydra.sweeper._target_.endswith("SchedlabSweeper")
+    assert cfg.hydra.callbacks.schedlab._target_ == "sweeps.callback.SchedlabCallback"  # hands it the planner
     assert cfg.hydra.sweeper.params.policy == "easy,conservative"
     assert cfg.hydra.sweeper.params.seed == "range(0,5)"  # replications of the experiment
     plain = task_config(cfg)
@@ -81,7 +82,7 @@ def test_every_policy_option_composes_and_validates(policy: str) -> None:
     (["policy=easy", *WORKFLOWS], "policy 'easy' schedules hpc or multires workloads, not workflow workloads"),
     (["policy=rmdcwf", "cluster=rmdcwf"], "policy 'rmdcwf' schedules workflow workloads, not hpc workloads"),
     (["policy=rmdcwf", "workload=ligo"],
-     "workload ligo needs a slotted cluster (m resources × c_r slots): use cluster=rmdcwf"),
+     "needs a slotted cluster (m identical resources of c_r slots each: cluster=rmdcwf)"),
 ])
 def test_a_policy_of_another_workload_family_is_refused_on_the_driver(overrides: list[str], message: str) -> None:
     with pytest.raises(InputError, match=re.escape(message)):
@@ -200,12 +201,13 @@ def test_unknown_options_and_misspelled_keys_fail_composition(overrides: list[st
 
 def test_run_key_ignores_non_semantic_keys_only() -> None:
     base = task_config(load(*SHRINK))
-    key = run_key(base, DEFAULT_NON_SEMANTIC)
+    non_semantic = Planner.non_semantic(base)  # conf/config.yaml's sweep.non_semantic
+    key = run_key(base, non_semantic)
     assert run_key(task_config(load(*SHRINK, "tracking=none", "experiment_name=x", "sweep.force=true")),
-                   DEFAULT_NON_SEMANTIC) == key
+                   non_semantic) == key
     for change in ["seed=1", "policy=conservative", "policy.order=sjf", "workload.arrival_rate=0.002",
                    "cluster=hpc16", "engine.kill_at_limit=true"]:
-        assert run_key(task_config(load(*SHRINK, change)), DEFAULT_NON_SEMANTIC) != key, change
+        assert run_key(task_config(load(*SHRINK, change)), non_semantic) != key, change
 
 
 def test_params_are_the_flattened_config_with_dotted_keys() -> None:

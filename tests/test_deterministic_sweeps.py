@@ -12,8 +12,8 @@ from hydra.core.hydra_config import HydraConfig
 from mlflow.tracking import MlflowClient
 from omegaconf import OmegaConf
 
-from hydra_plugins.schedlab_ray_launcher.hooks import PlannedRun, SweepAbortedError
-from sweeps.hook import ADHOC_EXPERIMENT, SweepTracker, adhoc, run_name, task_config
+from hydra_plugins.schedlab_ray_launcher.batch import PlannedRun
+from sweeps.planner import ADHOC_EXPERIMENT, InvalidSweepError, Planner, adhoc, group_choices, run_name, task_config
 from tests.conftest import REPO
 from tests.test_resume_identity import EXPERIMENT, conf, drive, multirun_config, trace_runs, write_trace  # noqa: F401
 from tests.test_sweeps import SYNTH, runs, sqlite_uri, sweep
@@ -40,13 +40,14 @@ def test_seeds_of_a_trace_are_one_run_per_cell(trace_dir: Path) -> None:
     decisions, tracker = drive(lists, multirun_config("policy=easy,fcfs", "seed=range(0,5)", "workload=swf",
                                                       f"experiment_name={EXPERIMENT}"))
     assert decisions.count(None) == 2
-    assert sorted(r for r in decisions if r) == ["same run as #0"] * 4 + ["same run as #5"] * 4
+    assert sorted(str(r) for r in decisions if r) == ["same run as #0"] * 4 + ["same run as #5"] * 4
+    assert sorted(r.same_as for r in decisions if r) == [0] * 4 + [5] * 4
     assert "workload swf is deterministic: 5 seeds → 1 run per cell" in tracker.notes()
     found = runs(sqlite_uri(trace_dir), EXPERIMENT)
     assert sorted(r.info.run_name for r in found) == ["easy", "fcfs"]  # a seed would mean nothing here
     assert len(tracker.results) == 2  # the end-of-sweep table counts one run per cell
     other_seed, _ = drive([[*trace_runs(trace_dir)[0], "seed=7"]])
-    assert other_seed[0] and other_seed[0].startswith("finished in MLflow run")  # any seed: the same run
+    assert other_seed[0] and other_seed[0].run_id and other_seed[0].metrics["jobs"] > 0  # any seed: the same run
 
 
 def test_seeds_of_a_generated_workload_are_replications(tmp_path: Path) -> None:
@@ -107,8 +108,9 @@ def test_demo_table_is_not_polluted_by_adhoc_sweeps(tmp_path: Path) -> None:
 def test_from_trace_without_a_trace_is_refused_before_any_run() -> None:
     cfg = compose("config", overrides=["cluster=from_trace"], return_hydra_config=True)
     HydraConfig.instance().set_config(cfg)
-    with pytest.raises(SweepAbortedError, match="cluster=from_trace takes the size from a trace header") as error:
-        SweepTracker().validate(multirun_config("cluster=from_trace"), [PlannedRun(0, ["cluster=from_trace"], cfg)])
+    run = PlannedRun(0, ["cluster=from_trace"], plain=task_config(cfg), choices=group_choices(cfg))
+    with pytest.raises(InvalidSweepError, match="cluster=from_trace takes the size from a trace header") as error:
+        Planner().validate(multirun_config("cluster=from_trace"), [run])
     assert "(all 1 runs)" in str(error.value) and "cluster.nodes=N" in str(error.value)
 
 

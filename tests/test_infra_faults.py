@@ -213,8 +213,8 @@ def test_ray_failing_to_start_is_one_line(monkeypatch: pytest.MonkeyPatch, capsy
     monkeypatch.setattr(ray, "init", timed_out)
     monkeypatch.setattr(ray, "shutdown", lambda: None)
     with pytest.raises(_core.SweepAbortedError) as raised:  # the class _core raises (Hydra may re-import plugins)
-        _core._connect({"local": {"num_cpus": 1}}, None, {})
+        _core.connect({"local": {"num_cpus": 1}}, None, {})
     assert str(raised.value) == ("could not start a local Ray instance: The current node timed out during startup. "
                                  "This could happen because …; nothing was run (rerun to resume)")
     with pytest.raises(_core.SweepAbortedError, match=r"could not join the Ray cluster at 127\.0\.0\.1:9 "):
-        _core._connect({}, "127.0.0.1:9", {})
+        _core.connect({}, "127.0.0.1:9", {})

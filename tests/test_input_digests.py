@@ -15,7 +15,7 @@ from mlflow.tracking import MlflowClient
 
 from sim.core import InputError
 from sweeps import specs, task
-from sweeps.hook import SweepTracker, group_choices, task_config
+from sweeps.planner import Planner, group_choices, task_config
 from tests.test_resume_identity import EXPERIMENT, TRACE, conf, drive, trace_dir, trace_runs  # noqa: F401
 from tests.test_sweeps import ENV, RUN, runs, sqlite_uri
 
@@ -26,7 +26,7 @@ def test_a_trace_edited_after_planning_is_recorded_as_read_and_rerun_after(conf:
     """Planned with one trace, read with another (edited while the sweep ran): the record holds the digest
     of what was read and says what was planned; the sweep names the file; restored, the runs rerun."""
     trace = trace_dir / "traces" / "x.swf"
-    tracker = SweepTracker(summary=False)
+    tracker = Planner(summary=False)
     plain = {}
     for index, overrides in enumerate(trace_runs(trace_dir)):
         cfg = compose("config", overrides=overrides, return_hydra_config=True)
@@ -34,7 +34,7 @@ def test_a_trace_edited_after_planning_is_recorded_as_read_and_rerun_after(conf:
         tracker.configure(cfg)
         plain[index] = task_config(cfg)
         tracker.check(index, plain[index], group_choices(cfg), overrides)
-    assert tracker.plan_configs(plain) == [None, None]
+    assert tracker.plan(plain) == [None, None]
     trace.write_text(EDITED)  # the worker reads the file after the driver planned with it
     for index in plain:
         assert tracker.claim(index) is None
@@ -50,7 +50,7 @@ def test_a_trace_edited_after_planning_is_recorded_as_read_and_rerun_after(conf:
     decisions, tracker = drive(trace_runs(trace_dir))
     assert decisions == [None, None] and tracker.notes() == ["2 reran: input file changed: traces/x.swf"]
     decisions, _ = drive(trace_runs(trace_dir))
-    assert all(d and d.startswith("finished in MLflow run") for d in decisions)
+    assert all(d and str(d).startswith("finished in MLflow run") for d in decisions)
 
 
 def test_a_file_that_changes_while_it_is_read_fails_the_run(conf: None, trace_dir: Path,  # noqa: F811

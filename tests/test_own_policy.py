@@ -21,7 +21,7 @@ from hydra.core.hydra_config import HydraConfig
 from analysis.runs import load_runs
 from analysis.summary import analyse
 from sweeps import task
-from sweeps.hook import group_choices, task_config
+from sweeps.planner import group_choices, task_config
 from sweeps.summary import format_policy_table
 from tests.conftest import REPO
 from tests.test_resume_identity import EXPERIMENT, conf, drive, trace_dir, trace_runs  # noqa: F401 (fixtures)

@@ -8,6 +8,7 @@ resume and the Ray launcher run ``sweeps/run.py -m`` in a subprocess.
 
 from __future__ import annotations
 
+import re
 import sqlite3
 import subprocess
 import sys
@@ -24,11 +25,10 @@ from hydra.plugins.sweeper import Sweeper
 from omegaconf import DictConfig, OmegaConf
 from scipy import stats
 
-from analysis import AnalysisError
-from analysis import precision as pr
+from hydra_plugins.schedlab_precision_sweeper import rule as pr
 from hydra_plugins.schedlab_precision_sweeper.precision_sweeper import PrecisionSweeper
 from sim.workloads.synthetic import erlang_c_wait
-from sweeps.hook import task_config
+from sweeps.planner import task_config
 from sweeps.task import RunOutcome, run_one
 from tests.test_sweeps import ENV, RUN, kill_tree, runs, sqlite_uri
 
@@ -137,10 +137,10 @@ def test_paired_mode_settles_the_difference_with_fewer_runs() -> None:
     ({"confidence": 95}, "confidence must lie in (0, 1)"),
 ])
 def test_bad_rules_are_one_line_errors(kwargs: dict[str, Any], message: str) -> None:
-    with pytest.raises(AnalysisError, match=None) as error:
+    with pytest.raises(pr.RuleError, match=None) as error:
         pr.Rule(**{"targets": (WAIT,), **kwargs})
     assert message in str(error.value) and "\n" not in str(error.value)
-    with pytest.raises(AnalysisError, match="relative_halfwidth and/or absolute_halfwidth"):
+    with pytest.raises(pr.RuleError, match="relative_halfwidth and/or absolute_halfwidth"):
         pr.Target("wait/mean")
 
 
@@ -280,7 +280,8 @@ def test_killed_driver_resumes_without_duplicates_to_the_clean_table(tmp_path: P
     assert not (killed / "multirun" / "precision.json").exists()  # the sweep never got to its end
 
     resumed = run_sweep(killed, *cap)
-    assert resumed.stdout.count(": already recorded, finished in MLflow run") == before
+    skipped = re.findall(r"^sweep finished in .* (\d+) skipped$", resumed.stdout, flags=re.MULTILINE)
+    assert sum(map(int, skipped)) == before  # each round launched only the runs not recorded before
     found = [r for r in runs(sqlite_uri(killed), "precision-two-loads") if r.info.status == "FINISHED"]
     cells = Counter((r.data.params["workload.arrival_rate"], r.data.params["seed"]) for r in found)
     assert len(found) == len({r.data.tags["schedlab.run_key"] for r in found}) == 12

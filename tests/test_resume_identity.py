@@ -1,8 +1,8 @@
 """Resume notices what changed: a finished run is reused only with today's config, input files and
 simulator code (``sweep.reuse=same``); ``sweep.reuse=any`` trusts the config alone.
 
-Most sweeps here drive :class:`sweeps.hook.SweepTracker` in this process (what the Recording
-callback does for Hydra's basic launcher); one goes through ``sweeps/run.py`` to check what it prints.
+Most sweeps here drive :class:`sweeps.planner.Planner` in this process (what schedlab's sweeper does
+with each batch); one goes through ``sweeps/run.py`` to check what it prints.
 """
 
 from __future__ import annotations
@@ -24,8 +24,8 @@ from omegaconf import DictConfig, open_dict
 
 from sim.core import InputError
 from sweeps import identity, task
-from sweeps.hook import SweepTracker, group_choices, task_config
 from sweeps.identity import SIM_ROOT, CodeHasher, InputHasher, code_fingerprint, schedlab_sources
+from sweeps.planner import Planner, group_choices, task_config
 from sweeps.tracking import MlflowStore
 from tests.conftest import REPO
 from tests.test_sweeps import ENV, RUN, runs, sqlite_uri
@@ -66,11 +66,11 @@ def trace_runs(cwd: Path, *overrides: str, policies: tuple[str, ...] = ("easy", 
     return [[f"policy={p}", *common] for p in policies]
 
 
-def drive(override_lists: list[list[str]], sweep: DictConfig | None = None) -> tuple[list[str | None], SweepTracker]:
+def drive(override_lists: list[list[str]], sweep: DictConfig | None = None) -> tuple[list[str | None], Planner]:
     """A sweep through the tracker, in this process: validate, plan, run and record what the plan keeps.
 
     ``sweep`` is the sweep's own config (:func:`multirun_config`); by default the first run's."""
-    tracker = SweepTracker(summary=False)
+    tracker = Planner(summary=False)
     plain = {}
     for index, overrides in enumerate(override_lists):
         cfg = compose("config", overrides=overrides, return_hydra_config=True)
@@ -79,7 +79,7 @@ def drive(override_lists: list[list[str]], sweep: DictConfig | None = None) -> t
             tracker.configure(sweep if sweep is not None else cfg)
         plain[index] = task_config(cfg)
         tracker.check(index, plain[index], group_choices(cfg), overrides)
-    decisions = tracker.plan_configs(plain)
+    decisions = tracker.plan(plain)
     for index, reason in enumerate(decisions):
         if reason is None:
             assert tracker.claim(index) is None
@@ -118,7 +118,7 @@ def test_a_runs_code_is_the_simulator_the_sweeps_modules_it_runs_and_its_own_pac
     package adds all of that package's sources; installed and standard-library targets add nothing."""
     ours = schedlab_sources()
     assert {"sweeps/specs.py", "sweeps/task.py", "sim/engine.py"} <= set(ours)
-    assert not any(name.startswith(("sweeps/hook", "analysis/", "hydra_plugins/")) for name in ours)
+    assert not any(name.startswith(("sweeps/planner", "analysis/", "hydra_plugins/")) for name in ours)
     package = tmp_path / "labpol"
     (package / "sub").mkdir(parents=True)
     (package / "__init__.py").write_text("")
@@ -156,7 +156,7 @@ def test_edited_trace_is_rerun_and_named(conf: None, trace_dir: Path) -> None:
     first, _ = drive(trace_runs(trace_dir))
     assert first == [None, None]
     again, tracker = drive(trace_runs(trace_dir))
-    assert all(r and r.startswith("finished in MLflow run") for r in again) and tracker.notes() == []
+    assert all(r and str(r).startswith(f"finished in MLflow run {r.run_id}") for r in again) and tracker.notes() == []
     trace = trace_dir / "traces" / "x.swf"
     trace.write_text(trace.read_text().replace("1 0 -1 100 4", "1 0 -1 900 4"))  # in place: job 1 runs longer
     edited, tracker = drive(trace_runs(trace_dir))
@@ -174,13 +174,13 @@ def test_changed_code_is_rerun_unless_reuse_any(conf: None, trace_dir: Path, mon
     edited = {**schedlab_sources(), "sim/engine.py": "0" * 64}  # as if sim/engine.py had been edited
     monkeypatch.setattr(identity, "schedlab_sources", lambda: edited)
     trusted, tracker = drive(trace_runs(trace_dir, "sweep.reuse=any"))
-    assert all(r and r.startswith("finished in MLflow run") for r in trusted) and tracker.notes() == []
+    assert all(r and str(r).startswith(f"finished in MLflow run {r.run_id}") for r in trusted) and tracker.notes() == []
     changed, tracker = drive(trace_runs(trace_dir))
     assert changed == [None, None] and tracker.notes() == ["2 reran: code changed: sim/engine.py"]
     codes = {r.data.tags["schedlab.code"] for r in runs(sqlite_uri(trace_dir), EXPERIMENT)}
     assert len(before) == 1 and codes == before | {CodeHasher().code([]).digest}
     resumed, _ = drive(trace_runs(trace_dir))  # the new code's runs are now the ones reused
-    assert all(r and r.startswith("finished in MLflow run") for r in resumed)
+    assert all(r and str(r).startswith(f"finished in MLflow run {r.run_id}") for r in resumed)
 
 
 def test_runs_without_fingerprints_are_rerun_and_say_so(conf: None, trace_dir: Path) -> None:
@@ -241,7 +241,7 @@ def test_sweep_prints_how_many_reran_and_why(trace_dir: Path) -> None:
     assert len(runs(sqlite_uri(trace_dir))) == 4  # an ad-hoc command line: schedlab-adhoc
 
 
-def in_process_job(tracker: SweepTracker, index: int, overrides: list[str]) -> str | None:
+def in_process_job(tracker: Planner, index: int, overrides: list[str]) -> str | None:
     """Job ``index`` as Hydra's basic launcher drives the tracker: composed, checked, planned and, when the
     plan runs it, recorded; the plan's decision (``None``: it ran)."""
     cfg = compose("config", overrides=overrides, return_hydra_config=True)
@@ -249,7 +249,7 @@ def in_process_job(tracker: SweepTracker, index: int, overrides: list[str]) -> s
     tracker.configure(cfg)
     plain = task_config(cfg)
     tracker.check(index, plain, group_choices(cfg), overrides)
-    decision = tracker.plan_configs({index: plain})[0]
+    decision = tracker.plan({index: plain})[0]
     if decision is None:
         assert tracker.claim(index) is None
         tracker.record(index, "FINISHED", task.run_one(plain), None, None, "test", 1.0)
@@ -259,7 +259,7 @@ def in_process_job(tracker: SweepTracker, index: int, overrides: list[str]) -> s
 def test_each_in_process_run_is_recorded_in_its_own_experiment(conf: None, trace_dir: Path) -> None:
     """As Hydra's basic launcher drives the tracker, a job at a time: a job naming another experiment
     (``experiment_name=run-${seed}``) is recorded there, not in the first job's."""
-    tracker = SweepTracker(summary=False)
+    tracker = Planner(summary=False)
     for index, (name, policy) in enumerate([("identity-a", "easy"), ("identity-b", "fcfs")]):
         overrides = [o.replace(f"={EXPERIMENT}", f"={name}") for o in trace_runs(trace_dir, policies=(policy,))[0]]
         assert in_process_job(tracker, index, overrides) is None
@@ -272,7 +272,7 @@ def test_in_process_jobs_search_the_store_once_per_sweep(conf: None, trace_dir: 
     A run it claims looks up its own key alone (one indexed search per run run)."""
     jobs = trace_runs(trace_dir, policies=("easy", "fcfs", "conservative"))
     for sweep_number in (1, 2):
-        tracker = SweepTracker(summary=False)
+        tracker = Planner(summary=False)
         search_runs = mock.patch.object(MlflowStore, "runs_by_key", autospec=True, side_effect=MlflowStore.runs_by_key)
         with search_runs as search:
             decisions = [in_process_job(tracker, index, overrides) for index, overrides in enumerate(jobs)]

@@ -334,7 +334,7 @@ def test_2000_run_sweep_with_a_failing_run_and_a_killed_driver(tmp_path: Path) -
 
 def test_the_failure_message_says_whether_any_run_completed() -> None:
     from hydra_plugins.schedlab_ray_launcher._core import failed_error
-    from hydra_plugins.schedlab_ray_launcher.hooks import PlannedRun, RunReport, SweepStats
+    from hydra_plugins.schedlab_ray_launcher.batch import PlannedRun, RunReport, SweepStats
 
     report = RunReport(run=PlannedRun(index=3, overrides=["seed=3"], config=None), status="FAILED", error="E: x")
     every = SweepStats(total=2, failed=2, failures=[report])

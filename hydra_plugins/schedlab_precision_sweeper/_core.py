@@ -1,26 +1,18 @@
-"""The precision sweeper's work: cells from the sweep axes, rounds of seeds, results read back.
+"""The precision sweeper's work: cells from the sweep axes, rounds of seeds, results as they come back.
 
-Each round launches, for every unsettled cell, the seeds :func:`analysis.precision.judge` asks for,
-through the configured launcher. A run's metrics come from its ``JobReturn`` (a
-:class:`sweeps.task.RunOutcome`); a run the launcher skipped because MLflow already holds it
-finished (the Ray launcher returns no value for it) is read back from that store through
-:func:`analysis.runs.load_runs`, by its ``schedlab.run_key``. A failed run is counted, never
-retried within the sweep (a rerun of the sweep retries it, like any unfinished run).
-
-On schedlab's Ray launcher every round would start and stop its own Ray instance (~20 s each on a
-small machine); the sweeper instead starts Ray once, before the first round, the way the launcher
-would (its options, its checks, the first round validated first), and the launcher leaves a Ray
-this process already runs alone.
+Each round launches, for every unsettled cell, the seeds :func:`.rule.judge` asks for, through
+schedlab's sweep plan (:class:`~hydra_plugins.schedlab_ray_launcher.sweeper.SweepPlan`: the same planning,
+claiming and recording as ``hydra/sweeper=schedlab``, one Ray session for every round). A run's metrics are
+its :class:`sweeps.task.RunOutcome`, or, for a run recorded before, the metrics its
+:class:`sweeps.planner.Recorded` carries. A failed run is counted, never retried within the sweep (a rerun
+of the sweep retries it, like any unfinished run); a seed another live sweep is running is left to it.
 """
 
 from __future__ import annotations
 
-import contextlib
-import functools
 import itertools
 import logging
-import re
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -30,19 +22,16 @@ from hydra.core.plugins import Plugins
 from hydra.core.utils import JobReturn, JobStatus
 from hydra.errors import CompactHydraException
 from hydra.types import HydraContext, TaskFunction
-from hydra.utils import get_class
 from omegaconf import DictConfig, OmegaConf
 
-from analysis import AnalysisError
-from analysis import precision as stats
+from hydra_plugins.schedlab_precision_sweeper import rule as stats
+from hydra_plugins.schedlab_ray_launcher.sweeper import SweepPlan
+from sim.core import InputError
+from sweeps import task
+from sweeps._hydra import job_error
+from sweeps.planner import InvalidSweepError, Recorded, task_config
 
 log = logging.getLogger(__name__)
-
-#: workload specs that replay a file, used until every spec says ``stochastic`` itself
-REPLAYS = ("sweeps.specs.TraceFile", "sweeps.specs.WorkflowFile")
-#: the reasons the recording path gives for a run it skips (``JobReturn.task_name`` of the Ray launcher)
-SKIPPED = re.compile(r"finished in MLflow run (?P<run_id>\w+)")
-DUPLICATE = re.compile(r"same run as #(?P<index>\d+)")
 
 
 class PrecisionSweepError(CompactHydraException):
@@ -63,20 +52,21 @@ class PrecisionSweep:
     def __init__(self, metrics: Sequence[str], relative_halfwidth: Any = None, absolute_halfwidth: Any = None,
                  confidence: float = 0.95, initial: int = 5, batch: int = 5, max_replications: int = 100,
                  max_failures: int = 3, extrapolate: bool = False, baseline: str | None = None, seed_key: str = "seed",
-                 params: dict[str, str] | None = None) -> None:
+                 params: dict[str, str] | None = None, planner: Any = None) -> None:
         try:
             self.rule = stats.Rule(
                 tuple(stats.Target(str(m), _per_metric(relative_halfwidth, m, "relative_halfwidth"),
                                    _per_metric(absolute_halfwidth, m, "absolute_halfwidth")) for m in metrics),
                 confidence=confidence, initial=initial, batch=batch, max_replications=max_replications,
                 max_failures=max_failures, extrapolate=extrapolate)
-        except AnalysisError as error:
+        except stats.RuleError as error:
             raise PrecisionSweepError(f"hydra.sweeper: {error}") from None
         self.baseline = baseline
         self.seed_key = seed_key
         self.params = dict(params or {})
+        self.planner = planner
         self.sweeper: Any = None
-        self.launcher: Any = None
+        self.plan: SweepPlan | None = None
         self.verdicts: dict[str, stats.Verdict] = {}
         self.by_index: dict[int, dict[str, float] | None] = {}  # job index → its target metrics (None: failed)
 
@@ -84,13 +74,13 @@ class PrecisionSweep:
               config: DictConfig) -> None:
         sweeper.hydra_context, sweeper.config = hydra_context, config
         self.sweeper = sweeper
-        self.launcher = Plugins.instance().instantiate_launcher(hydra_context=hydra_context,
-                                                                task_function=task_function, config=config)
+        launcher = Plugins.instance().instantiate_launcher(hydra_context=hydra_context, task_function=task_function,
+                                                           config=config)
+        self.plan = SweepPlan(hydra_context, config, launcher, self.planner)
 
     def sweep(self, arguments: list[str]) -> list[Sequence[JobReturn]]:
         """Run rounds until every cell is met, capped, failing or deterministic; print the table."""
-        from hydra_plugins.schedlab_ray_launcher.sweeper import validate_batch
-
+        assert self.plan is not None
         config = self.sweeper.config
         cells = self._cells(arguments)
         baseline_of = self._pairs(cells)
@@ -100,7 +90,7 @@ class PrecisionSweep:
         OmegaConf.save(config, sweep_dir / "multirun.yaml")
         returns: list[Sequence[JobReturn]] = []
         index, round_no = 0, 0
-        with contextlib.ExitStack() as session:
+        with self.plan:
             while True:
                 self.verdicts = {str(k): v for k, v in stats.judge_paired(state, baseline_of, self.rule).items()}
                 jobs = [Job(cell, state[cell].tried + k) for cell in cells for k in range(self.verdicts[cell].more)]
@@ -109,17 +99,17 @@ class PrecisionSweep:
                 round_no += 1
                 log.info(f"precision round {round_no}: {len(jobs)} runs for {len({j.cell for j in jobs})} cell(s)")
                 batch = [[*cells[job.cell], f"{self.seed_key}={job.seed}"] for job in jobs]
-                if not validate_batch(self.sweeper.hydra_context, config, batch):
-                    self.sweeper.validate_batch_is_legal(batch)
-                if round_no == 1:  # every run of the first round composes and is valid: now start Ray, once
-                    session.enter_context(_one_ray(self.launcher, functools.partial(self._planned, batch)))
-                results = self.launcher.launch(batch, initial_job_idx=index)
+                results = self.plan.run(batch, index)
                 returns.append(results)
                 self._take(state, jobs, results, index)
                 index += len(batch)
         stats.save(sweep_dir / "precision.json", self.verdicts, self.rule)
         print(stats.table(self.verdicts, self.rule.confidence), flush=True)
         print(f"precision sweep: {index} runs in {round_no} round(s); table saved in {sweep_dir / 'precision.json'}")
+        elsewhere = sum(len(cell.elsewhere) for cell in state.values())
+        if elsewhere:
+            print(f"{elsewhere} seed(s) were running in another sweep and are not in this table: rerun this "
+                  f"command once it has ended")
         return returns
 
     # -- the cells ---------------------------------------------------------------------------------
@@ -170,79 +160,32 @@ class PrecisionSweep:
         return pairs
 
     def _stochastic(self, overrides: list[str]) -> bool:
-        """Whether a cell's workload depends on the seed: its spec's ``stochastic`` flag when it has one;
-        otherwise every workload but the file replays of :data:`REPLAYS` counts as stochastic."""
-        loader = self.sweeper.hydra_context.config_loader
-        cfg = loader.load_sweep_config(self.sweeper.config, [*overrides, f"{self.seed_key}=0"])
-        target = OmegaConf.select(cfg, "workload._target_", default=None)
-        if target is None:
-            return True
-        flag = getattr(get_class(str(target)), "stochastic", None)
-        return bool(flag) if flag is not None else str(target) not in REPLAYS
-
-    def _planned(self, batch: list[list[str]]) -> list[Any]:
-        """The runs of ``batch`` as the Ray launcher's hook sees them (for its validation): plain data
-        where the composition cache can describe a run, else the config its check composed and kept."""
-        from hydra_plugins.schedlab_ray_launcher._compose import CachingConfigLoader
-        from hydra_plugins.schedlab_ray_launcher.hooks import PlannedRun
-
-        loader, config = self.sweeper.hydra_context.config_loader, self.sweeper.config
-        if not isinstance(loader, CachingConfigLoader):
-            return [PlannedRun(i, overrides, loader.load_sweep_config(config, overrides))
-                    for i, overrides in enumerate(batch)]
-        runs = []
-        for i, overrides in enumerate(batch):
-            plain = loader.plain(config, overrides)  # described as plain data, or composed (and kept)
-            run = PlannedRun(i, overrides, loader.peek(config, overrides) if plain is None else None)
-            if plain is not None:
-                run.plain, run.choices, run.recipe = plain
-            runs.append(run)
-        return runs
+        """Whether a cell's workload depends on the seed (its spec says, :attr:`stochastic`)."""
+        assert self.plan is not None
+        run = self.plan.planned([*overrides, f"{self.seed_key}=0"], 0)
+        try:
+            plain = run.plain if run.plain is not None else task_config(run.composed())
+            return bool(task.prepare(plain).workload.stochastic)
+        except InputError as error:
+            raise InvalidSweepError(f"invalid configuration, nothing was run:\n  {error}\n    (cell "
+                                    f"{' '.join(overrides)})") from None
 
     # -- the results -------------------------------------------------------------------------------
     def _take(self, state: dict[str, stats.Cell], jobs: list[Job], results: Sequence[JobReturn], first: int) -> None:
         """File each run's metrics (or its failure) under its cell and seed (job ``first`` + i is ``jobs[i]``)."""
-        recorded: dict[str, Job] = {}  # MLflow run id → the skipped job it answers
-        reasons = self._reasons(results)
         for i, (job, ret) in enumerate(zip(jobs, results, strict=True)):
+            value = ret.return_value if ret.status == JobStatus.COMPLETED else None
             if ret.status != JobStatus.COMPLETED:
-                log.warning(f"{job.cell} {self.seed_key}={job.seed} failed: {ret._return_value}")
+                log.warning(f"{job.cell} {self.seed_key}={job.seed} failed: {job_error(ret)}")
                 self._file(state, job, first + i, None)
-            elif ret.return_value is not None:
-                self._file(state, job, first + i, dict(ret.return_value.summary))
-            elif (found := SKIPPED.search(reasons[i])) is not None:  # finished in MLflow before
-                recorded[found["run_id"]] = job
-            elif (same := DUPLICATE.search(reasons[i])) is not None:  # the same run as an earlier job
-                self._file(state, job, first + i, self.by_index.get(int(same["index"])))
-            else:
-                log.warning(f"{job.cell} {self.seed_key}={job.seed}: the launcher returned no result "
-                            f"({ret.task_name}); counted as failed")
-                self._file(state, job, first + i, None)
-        if recorded:
-            metrics = _recorded(*self._store(results), list(recorded))
-            for run_id, job in recorded.items():
-                self._file(state, job, first + jobs.index(job), metrics[run_id])
-
-    def _reasons(self, results: Sequence[JobReturn]) -> list[str]:
-        """Why each job returned no result: the Ray launcher says so in ``task_name``; an in-process job
-        (basic launcher) that the recording path skipped says nothing, so the sweep's tracker is asked
-        again, the way the recording callback asked it before the job (one store query)."""
-        reasons = [str(ret.task_name) for ret in results]
-        silent = {i: ret for i, ret in enumerate(results) if ret.status == JobStatus.COMPLETED
-                  and ret.return_value is None and not SKIPPED.search(reasons[i]) and not DUPLICATE.search(reasons[i])
-                  and isinstance(ret.cfg, DictConfig)}
-        if silent:
-            from sweeps.hook import SweepTracker, group_choices, task_config
-
-            tracker = SweepTracker(summary=False)
-            tracker.configure(self.sweeper.config)
-            plain = {i: task_config(ret.cfg) for i, ret in silent.items()}
-            for i, ret in silent.items():  # its choices and overrides give its label, as the recording path had it
-                tracker.check(i, plain[i], group_choices(ret.hydra_cfg), list(ret.overrides or []))
-            answers = tracker.plan_configs(plain)
-            for i, answer in zip(silent, answers, strict=True):
-                reasons[i] = answer or reasons[i]
-        return reasons
+            elif not isinstance(value, Recorded):
+                self._file(state, job, first + i, dict(value.summary))
+            elif value.run_id is not None:  # finished in MLflow before
+                self._file(state, job, first + i, value.metrics)
+            elif value.same_as is not None:  # the same run as an earlier job
+                self._file(state, job, first + i, self.by_index.get(value.same_as))
+            else:  # another live sweep runs it: its result is that sweep's (rerun this one once it ended)
+                state[job.cell].elsewhere.add(job.seed)
 
     def _file(self, state: dict[str, stats.Cell], job: Job, index: int, summary: dict[str, float] | None) -> None:
         if summary is None:
@@ -250,16 +193,6 @@ class PrecisionSweep:
             self.by_index[index] = None
         else:
             state[job.cell].results[job.seed] = self.by_index[index] = self._metrics(job, summary)
-
-    def _store(self, results: Sequence[JobReturn]) -> tuple[str, str]:
-        """The MLflow store and experiment the recording path wrote to (its tracker's, else the config's)."""
-        tracker = getattr(self.launcher, "options", {}).get("hook")
-        if getattr(tracker, "store", None) is not None:
-            return str(tracker.store.uri), str(tracker.experiment_name)
-        from sweeps.hook import task_config
-
-        plain = task_config(next(r.cfg for r in results if isinstance(r.cfg, DictConfig)))
-        return str((plain.get("tracking") or {}).get("uri") or ""), str(plain.get("experiment_name"))
 
     def _metrics(self, job: Job, summary: dict[str, float]) -> dict[str, float]:
         missing = [t.metric for t in self.rule.targets if t.metric not in summary]
@@ -270,33 +203,6 @@ class PrecisionSweep:
         return {t.metric: float(summary[t.metric]) for t in self.rule.targets}
 
 
-@contextlib.contextmanager
-def _one_ray(launcher: Any, first_round: Callable[[], Sequence[Any]]) -> Iterator[None]:
-    """One Ray instance for every round when ``launcher`` is schedlab's Ray launcher: started (or
-    joined) with the launcher's own preflight and connect, so its options and checks apply, once its
-    hook found the first round's runs valid (as the launcher has it check before Ray starts), and shut
-    down after the last round. Other launchers run as they are."""
-    from hydra_plugins.schedlab_ray_launcher.ray_launcher import RayLauncher
-
-    if not isinstance(launcher, RayLauncher):
-        yield
-        return
-
-    from hydra_plugins.schedlab_ray_launcher import _core as ray_core
-
-    options = launcher.options
-    address = ray_core._preflight(options)
-    hook = options.get("hook")
-    if hook is not None:
-        hook.validate(launcher.config, first_round())
-    started = ray_core._connect(options, address, hook.runtime_env() if hook is not None else {})
-    try:
-        yield
-    finally:
-        if started:
-            ray_core.shutdown()
-
-
 def _per_metric(value: Any, metric: str, name: str) -> float | None:
     """A half-width option for one metric: one number for all, or a ``{metric: number}`` map."""
     if value is None or isinstance(value, int | float):
@@ -305,15 +211,3 @@ def _per_metric(value: Any, metric: str, name: str) -> float | None:
         unknown = value.get(metric)
         return None if unknown is None else float(unknown)
     raise PrecisionSweepError(f"hydra.sweeper.{name} must be a number or a {{metric: number}} map, got {value!r}")
-
-
-def _recorded(uri: str, experiment: str, run_ids: list[str]) -> dict[str, dict[str, float] | None]:
-    """The metrics of these finished runs, read back from the sweep's MLflow store (None: not there)."""
-    from analysis.runs import load_runs
-
-    try:
-        runs = load_runs(experiment, uri)
-    except AnalysisError as error:
-        raise PrecisionSweepError(f"cannot read back the runs the launcher skipped: {error}") from None
-    return {run_id: runs.metrics.loc[run_id].dropna().to_dict() if run_id in runs.metrics.index else None
-            for run_id in run_ids}

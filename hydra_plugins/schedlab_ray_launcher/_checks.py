@@ -10,7 +10,7 @@ import socket
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from hydra_plugins.schedlab_ray_launcher.hooks import SweepAbortedError
+from hydra_plugins.schedlab_ray_launcher.batch import SweepAbortedError
 
 #: Ray refuses an object store smaller than this (bytes)
 MIN_OBJECT_STORE = 78_643_200

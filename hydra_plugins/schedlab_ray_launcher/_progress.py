@@ -4,7 +4,7 @@ import sys
 
 from tqdm import tqdm
 
-from hydra_plugins.schedlab_ray_launcher.hooks import SweepStats
+from hydra_plugins.schedlab_ray_launcher.batch import SweepStats
 
 
 class Progress:

@@ -65,15 +65,6 @@ class WorkflowArrivals:
         return out
 
 
-def slotted_shape(cluster: Cluster, policy: str) -> tuple[int, int]:
-    """``(m, c_r)`` of a slotted cluster (m identical resources with c_r slots each), else a ValueError."""
-    caps = sorted(set(cluster.machines))
-    if len(cluster.resources) != 1 or len(caps) != 1 or not float(caps[0][0]).is_integer():
-        raise ValueError(f"{policy} needs a slotted cluster (m identical resources with c_r slots each, "
-                         f"Cluster.slotted), got resources {cluster.resources} and capacities {caps}")
-    return len(cluster.machines), int(caps[0][0])
-
-
 #: what the job-queue policies (backfilling, fair share) schedule
 JOB_KINDS = frozenset({"hpc", "multires"})
 

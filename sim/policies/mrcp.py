@@ -34,7 +34,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal, get_args
 
 from sim.core import InputError, Job, PolicyStats, Start, Workflow
-from sim.policies.base import BasePolicy, EngineView, WorkflowArrivals, slotted_shape
+from sim.policies.base import BasePolicy, EngineView, WorkflowArrivals
 from sim.workflows.budget import mapping_order
 from sim.workflows.calendar import Calendar
 from sim.workflows.dag import topological_order
@@ -115,7 +115,7 @@ class MrcpPolicy(BasePolicy):
 
     def attach(self, view: EngineView) -> None:
         super().attach(view)
-        self._m, self._c = slotted_shape(view.cluster, self.name)
+        self._m, self._c = view.cluster.slotted_shape(self.name)
 
     def submit(self, job: Job, now: float) -> None:
         self._book.submit(self.view, job)

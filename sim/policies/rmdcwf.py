@@ -18,7 +18,7 @@ from collections.abc import Sequence
 from typing import get_args
 
 from sim.core import InputError, Job, PolicyStats, Start
-from sim.policies.base import BasePolicy, EngineView, WorkflowArrivals, slotted_shape
+from sim.policies.base import BasePolicy, EngineView, WorkflowArrivals
 from sim.workflows.budget import MultiParent
 from sim.workflows.planner import (
     LateRule,
@@ -51,7 +51,7 @@ class WorkflowPlanner(BasePolicy):
 
     def attach(self, view: EngineView) -> None:
         super().attach(view)
-        self._planner = Planner(*slotted_shape(view.cluster, self.name), self.config)
+        self._planner = Planner(*view.cluster.slotted_shape(self.name), self.config)
 
     def submit(self, job: Job, now: float) -> None:
         self._book.submit(self.view, job)

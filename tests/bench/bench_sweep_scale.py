@@ -6,11 +6,12 @@ run (the slope of wall between the smallest and largest N), the driver's peak RS
 ``sweeps/run.py`` process, polled), time from the command to the first run's MLflow start time, and
 how many cores one driver keeps busy with 1-s runs (1 s / marginal driver CPU per run, the driver's
 own user + system seconds: on a loaded machine wall time mostly measures the other processes). Each sweep is a
-fresh process in its own directory with its own SQLite store. Writes ``sweep_scale.json`` and
-``sweep_scale.md``.
+fresh process in its own directory with its own SQLite store. ``--baseline REV`` runs every sweep also
+from a ``git worktree`` of REV (alternating which goes first) and reports the ratio of the marginal
+driver CPU per run. Writes ``sweep_scale.json`` and ``sweep_scale.md``.
 
     python tests/bench/bench_sweep_scale.py --out bench-results [--sizes 100 2000] [--huge]
-        [--no-basic | --only ray|basic]
+        [--no-basic | --only ray|basic] [--baseline REV]
 """
 
 from __future__ import annotations
@@ -31,7 +32,6 @@ sys.path.insert(0, str(REPO))
 
 from tests.bench._output import machine, write  # noqa: E402
 
-RUN = REPO / "sweeps" / "run.py"
 ENV = {**os.environ, "RAY_AUTH_MODE": "disabled", "RAY_USAGE_STATS_ENABLED": "0"}
 LAUNCHERS = {"ray": [], "basic": ["hydra/launcher=basic"]}
 
@@ -66,12 +66,14 @@ def cpu_seconds(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
-def run_sweep(cwd: Path, n: int, launcher: str) -> Sweep:
-    """Run the sweep in ``cwd``; its wall, the driver's peak RSS and when the first run started."""
-    cmd = [sys.executable, str(RUN), "-m", "policy=easy", f"seed=range(0,{n})", "workload.jobs=20",
-           *LAUNCHERS[launcher]]
+def run_sweep(cwd: Path, n: int, launcher: str, tree: Path = REPO) -> Sweep:
+    """Run the sweep in ``cwd`` with the code of ``tree``; its wall, the driver's peak RSS and when the first
+    run started."""
+    cmd = [sys.executable, str(tree / "sweeps" / "run.py"), "-m", "policy=easy", f"seed=range(0,{n})",
+           "workload.jobs=20", *LAUNCHERS[launcher]]
+    env = ENV if tree == REPO else {**ENV, "PYTHONPATH": str(tree)}  # its packages before this checkout's
     started_at, tic = time.time(), time.perf_counter()
-    proc = subprocess.Popen(cmd, cwd=cwd, env=ENV, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(cmd, cwd=cwd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     peak, cpu = [0.0], [0.0]
 
     def poll() -> None:
@@ -102,31 +104,24 @@ def first_start(cwd: Path, n: int, since: float) -> float | None:
     return min(starts) - since if starts else None
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--out", type=Path, default=Path("bench-results"))
-    parser.add_argument("--sizes", type=int, nargs="+", default=[100, 2000])
-    parser.add_argument("--huge", action="store_true", help="also N = 10,000 (tens of minutes)")
-    parser.add_argument("--no-basic", action="store_true", help="skip Hydra's basic launcher")
-    parser.add_argument("--only", choices=sorted(LAUNCHERS), help="one launcher only")
-    args = parser.parse_args()
-    sizes = sorted(set(args.sizes) | ({10_000} if args.huge else set()))
-    args.out.mkdir(parents=True, exist_ok=True)
-    results: dict[str, dict[int, dict]] = {}
-    with tempfile.TemporaryDirectory(prefix="bench-scale-") as tmp:
-        for launcher in [k for k in LAUNCHERS if not (args.no_basic and k == "basic") and args.only in (None, k)]:
-            for n in sizes:
-                cwd = Path(tmp) / f"{launcher}-{n}"
+def measure(tmp: Path, launchers: list[str], sizes: list[int], trees: dict[str, Path]) -> dict[str, dict]:
+    """Per tree, launcher and N: the sweep and its resume (trees alternate which runs first)."""
+    results: dict[str, dict] = {name: {} for name in trees}
+    for launcher in launchers:
+        for i, n in enumerate(sizes):
+            for name in list(trees) if i % 2 == 0 else list(reversed(trees)):
+                cwd = tmp / f"{name}-{launcher}-{n}"
                 cwd.mkdir()
-                print(f"{launcher} N={n} …", flush=True)
-                sweep = run_sweep(cwd, n, launcher)
-                resume = run_sweep(cwd, n, launcher)
-                results.setdefault(launcher, {})[n] = {"sweep": asdict(sweep), "resume_wall": resume.wall,
-                                                       "resume_driver_cpu": resume.driver_cpu}
-    lines = [f"# Sweep scale: tiny runs, {os.cpu_count()} cores", "",
-             "| launcher | N | wall s | resume s | driver peak RSS MB | first run s | marginal ms/run "
-             "| driver CPU s | resume driver CPU s | marginal driver CPU ms/run | cores/driver |",
-             "|---|---|---|---|---|---|---|---|---|---|---|"]
+                print(f"{name} {launcher} N={n} …", flush=True)
+                sweep = run_sweep(cwd, n, launcher, trees[name])
+                resume = run_sweep(cwd, n, launcher, trees[name])
+                results[name].setdefault(launcher, {})[n] = {"sweep": asdict(sweep), "resume_wall": resume.wall,
+                                                             "resume_driver_cpu": resume.driver_cpu}
+    return results
+
+
+def table(name: str, results: dict[str, dict[int, dict]]) -> list[str]:
+    lines = []
     for launcher, by_n in results.items():
         lo, hi = min(by_n), max(by_n)
 
@@ -140,10 +135,50 @@ def main() -> None:
             r["marginal_driver_cpu_ms"] = round(1000 * cpu, 1) if cpu else None
             r["cores_per_driver"] = round(1 / cpu) if cpu else None
             s = r["sweep"]
-            lines.append(f"| {launcher} | {n} | {s['wall']:.1f} | {r['resume_wall']:.1f} | {s['peak_rss_mb']:.0f} | "
+            lines.append(f"| {name} | {launcher} | {n} | {s['wall']:.1f} | {r['resume_wall']:.1f} | "
+                         f"{s['peak_rss_mb']:.0f} | "
                          f"{s['first_start'] if s['first_start'] is None else round(s['first_start'], 1)} | "
                          f"{r['marginal_ms']} | {s['driver_cpu']:.1f} | {r['resume_driver_cpu']:.1f} | "
                          f"{r['marginal_driver_cpu_ms']} | {r['cores_per_driver']} |")
+    return lines
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--out", type=Path, default=Path("bench-results"))
+    parser.add_argument("--sizes", type=int, nargs="+", default=[100, 2000])
+    parser.add_argument("--huge", action="store_true", help="also N = 10,000 (tens of minutes)")
+    parser.add_argument("--no-basic", action="store_true", help="skip Hydra's basic launcher")
+    parser.add_argument("--only", choices=sorted(LAUNCHERS), help="one launcher only")
+    parser.add_argument("--baseline", metavar="REV", help="also run every sweep from a git worktree of REV")
+    args = parser.parse_args()
+    sizes = sorted(set(args.sizes) | ({10_000} if args.huge else set()))
+    launchers = [k for k in LAUNCHERS if not (args.no_basic and k == "basic") and args.only in (None, k)]
+    args.out.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(prefix="bench-scale-") as tmp:
+        trees = {"this tree": REPO}
+        if args.baseline:
+            trees[args.baseline] = Path(tmp) / "baseline"
+            subprocess.run(["git", "-C", str(REPO), "worktree", "add", "--detach", str(trees[args.baseline]),
+                            args.baseline], check=True, capture_output=True)
+        try:
+            results = measure(Path(tmp), launchers, sizes, trees)
+        finally:
+            if args.baseline:
+                subprocess.run(["git", "-C", str(REPO), "worktree", "remove", "--force", str(trees[args.baseline])],
+                               check=False, capture_output=True)
+    lines = [f"# Sweep scale: tiny runs, {os.cpu_count()} cores", "",
+             "| code | launcher | N | wall s | resume s | driver peak RSS MB | first run s | marginal ms/run "
+             "| driver CPU s | resume driver CPU s | marginal driver CPU ms/run | cores/driver |",
+             "|---|---|---|---|---|---|---|---|---|---|---|---|"]
+    for name, by_launcher in results.items():
+        lines += table(name, by_launcher)
+    if args.baseline:
+        for launcher in launchers:
+            ours, base = (results[name][launcher][max(sizes)]["marginal_driver_cpu_ms"] for name in trees)
+            if ours and base:
+                lines.append(f"\n{launcher}: marginal driver CPU per run {base} ms ({args.baseline}) → {ours} ms "
+                             f"(this tree): {base / ours:.2f}×")
     lines += ["", "marginal: (value at largest N − value at smallest N) / ΔN; driver CPU: user + system seconds of the "
               "driver process (robust to a loaded machine, unlike wall); cores/driver: 1 s / marginal driver CPU"]
     write(args.out, "sweep_scale", {"meta": machine(cpus=os.cpu_count()), "results": results}, "\n".join(lines),

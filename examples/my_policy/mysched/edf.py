@@ -16,7 +16,7 @@ import heapq
 from collections.abc import Sequence
 
 from sim.core import InputError, Job, Start, Workflow
-from sim.policies.base import BasePolicy, EngineView, slotted_shape
+from sim.policies.base import BasePolicy, EngineView
 from sim.workflows.budget import alone_schedule, laxity, phase_laxities, sub_deadlines
 from sim.workflows.dag import levels, topological_order
 
@@ -43,7 +43,7 @@ class EdfWorkflow(BasePolicy):
 
     def attach(self, view: EngineView) -> None:
         super().attach(view)
-        self._resources, self._slots = slotted_shape(view.cluster, self.name)
+        self._resources, self._slots = view.cluster.slotted_shape(self.name)
 
     def submit(self, job: Job, now: float) -> None:
         wf = self.view.workflows[job.workflow]

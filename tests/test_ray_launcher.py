@@ -1,5 +1,6 @@
-"""Hydra's launcher conformance suites against ``hydra/launcher=ray``, parametrised the way the
-official Ray and joblib plugins run them.
+"""The Ray launcher (hydra_plugins/schedlab_ray_launcher): Hydra's launcher conformance suites against
+``hydra/launcher=ray``, parametrised the way the official Ray and joblib plugins run them, and where its
+runs' records are written.
 
 One small Ray instance serves the module: the in-process sweeps of ``LauncherTestSuite`` find it
 running (the launcher then neither starts nor stops Ray), the ``IntegrationTestSuite`` apps join it
@@ -13,6 +14,7 @@ import json
 import warnings
 from collections.abc import Iterator
 from pathlib import Path
+from unittest import mock
 
 import pytest
 import ray
@@ -30,9 +32,9 @@ from hydra.test_utils.launcher_common_tests import (
 from hydra.test_utils.test_utils import TSweepRunner
 from omegaconf import OmegaConf
 
-from hydra_plugins.schedlab_ray_launcher.hooks import NullHook, PlannedRun, RunReport, SweepStats
 from hydra_plugins.schedlab_ray_launcher.ray_launcher import RayLauncher
 from hydra_plugins.schedlab_ray_launcher.sweeper import SchedlabSweeper
+from sweeps.planner import Planner, Recorded
 from sweeps.record import RunRecord, StoreLocation
 from sweeps.run import main
 from sweeps.task import RunOutcome
@@ -134,70 +136,50 @@ def test_ray_mlflow_keeps_the_contract(hydra_sweep_runner: TSweepRunner, tmp_pat
 
     skipped = schedlab_sweep(hydra_sweep_runner, tmp_path, "ray_mlflow")
     for num, ret in enumerate(skipped):
-        assert ret.status == JobStatus.COMPLETED and ret.return_value is None and "finished in MLflow" in ret.task_name
-        assert ret.cfg == basic[num].cfg and ret.hydra_cfg.hydra.job.num == num
+        assert ret.status == JobStatus.COMPLETED and isinstance(ret.return_value, Recorded)
+        assert ret.return_value.metrics == {**ours[num].return_value.summary, "sim/seconds": mock.ANY}
+        assert str(ret.return_value) == f"finished in MLflow run {ret.return_value.run_id}"
+        assert ret.cfg == basic[num].cfg and ret.hydra_cfg.hydra.job.num == num and ret.task_name == "run"
 
 
-class RefusingHook(NullHook):
-    """A driver-side hook whose store refuses every write (a disk that filled up mid-sweep); it writes the
-    final counts to ``path`` (Hydra instantiates it from another copy of this module)."""
+def stopped_sweep(runner: TSweepRunner, folder: Path, match: str) -> dict:
+    """:func:`schedlab_sweep` on the Ray launcher, which must stop with a message matching ``match``; the
+    counts it saved."""
+    with pytest.raises(CompactHydraException, match=match):
+        schedlab_sweep(runner, folder, "ray_mlflow")
+    return json.loads(next((folder / "ray_mlflow").glob("sweep-*.json")).read_text())
 
-    def __init__(self, path: str) -> None:
-        self.path = Path(path)
 
-    def on_result(self, report: RunReport) -> None:
+@pytest.mark.usefixtures("hydra_restore_singletons")
+def test_a_result_that_cannot_be_recorded_is_never_counted_done(hydra_sweep_runner: TSweepRunner, tmp_path: Path,
+                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    """The driver's store refuses every write (a disk that filled up mid-sweep)."""
+    def refuse(*_: object, **__: object) -> None:
         raise OSError(28, "No space left on device")
 
-    def finish(self, stats: SweepStats) -> None:
-        self.path.write_text(json.dumps({"done": stats.done, "failed": stats.failed, "not_run": stats.not_run,
-                                         "stopped": stats.stopped}))
-
-
-def stopped_sweep(runner: TSweepRunner, folder: Path, hook: str, match: str) -> dict:
-    """Two runs of Hydra's test app on the Ray launcher with ``hook`` (its ``_target_`` and arguments),
-    which must stop the sweep with a message matching ``match``; the counts the hook wrote."""
-    overrides = ["hydra/launcher=ray", "hydra.launcher.progress=false", "+a=0,1",
-                 f"hydra.launcher.hook={{_target_:tests.test_launcher_suite.{hook}}}"]
-    sweep = runner(calling_file=None, calling_module="hydra.test_utils.a_module", task_function=None,
-                   config_path="configs", config_name="compose", overrides=overrides, temp_dir=folder / "sweep")
-    # CompactHydraException (Hydra prints only the message): Hydra's plugin scan re-executes the plugin
-    # modules, so the SweepAbortedError raised is not the class object imported here
-    with pytest.raises(CompactHydraException, match=match), sweep:
-        pass
-    return json.loads((folder / "counts.json").read_text())
+    version.setbase("1.3")
+    elsewhere = StoreLocation.of
+    monkeypatch.setattr(StoreLocation, "of", lambda *args: dataclasses.replace(elsewhere(*args), host="elsewhere"))
+    monkeypatch.setattr(Planner, "record", refuse)
+    stats = stopped_sweep(hydra_sweep_runner, tmp_path, r"sweep stopped: run #\d \(.*policy=\w+.*\) ended but could "
+                                                        r"not be recorded: OSError: .*No space left on device")
+    assert (stats["done"], stats["failed"], stats["not_run"]) == (0, 0, 2)
 
 
 @pytest.mark.usefixtures("hydra_restore_singletons")
-def test_a_result_that_cannot_be_recorded_is_never_counted_done(hydra_sweep_runner: TSweepRunner,
-                                                                 tmp_path: Path) -> None:
-    stats = stopped_sweep(hydra_sweep_runner, tmp_path, f"RefusingHook,path:'{tmp_path / 'counts.json'}'",
-                          r"sweep stopped: run #\d \(\+a=\d\) ended but RefusingHook could not record it: "
-                          r"OSError: .*No space left on device")
-    assert (stats["done"], stats["failed"], stats["not_run"]) == (0, 0, 2) and "could not record" in stats["stopped"]
-
-
-class BrokenStoreHook(RefusingHook):
-    """A hook whose records are written on the worker, to a store file that is not a database."""
-
-    def __init__(self, path: str, db: str) -> None:
-        super().__init__(path)
-        self.db = db
-
-    def on_result(self, report: RunReport) -> None:
-        return None
-
-    def recorder(self, run: PlannedRun) -> RunRecord:
-        claim = Claim("r", "file:///nowhere", 0)
-        return RunRecord(StoreLocation.of(f"sqlite:///{self.db}", "x", None), claim, {}, {}, {})
-
-
-@pytest.mark.usefixtures("hydra_restore_singletons")
-def test_a_record_the_worker_cannot_write_stops_the_sweep(hydra_sweep_runner: TSweepRunner, tmp_path: Path) -> None:
-    db = tmp_path / "mlflow.db"
+def test_a_record_the_worker_cannot_write_stops_the_sweep(hydra_sweep_runner: TSweepRunner, tmp_path: Path,
+                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    """The worker's records go to a store file that is not a database."""
+    db = tmp_path / "broken.db"
     db.write_bytes(b"not a database " * 100)
-    stats = stopped_sweep(hydra_sweep_runner, tmp_path, f"BrokenStoreHook,path:'{tmp_path / 'counts.json'}',db:'{db}'",
-                          r"sweep stopped: run #\d \(\+a=\d\) ended but BrokenStoreHook could not record it: "
-                          r".*not a database")
+
+    def broken(self: Planner, index: int) -> RunRecord:
+        return RunRecord(StoreLocation.of(f"sqlite:///{db}", "x", None), Claim("r", "file:///nowhere", 0), {}, {}, {})
+
+    version.setbase("1.3")
+    monkeypatch.setattr(Planner, "recorder", broken)
+    stats = stopped_sweep(hydra_sweep_runner, tmp_path, r"sweep stopped: run #\d \(.*\) ended but could not be "
+                                                        r"recorded: .*not a database")
     assert (stats["done"], stats["failed"], stats["not_run"]) == (0, 0, 2)
     assert db.read_bytes() == b"not a database " * 100
 

@@ -1,33 +1,87 @@
-"""The launcher's composition cache gives exactly what Hydra's full compose gives, run by run."""
+"""sweeps/_hydra.py: the canaries of every private Hydra and OmegaConf API schedlab uses (each fails naming
+the versions when a release changes it), and the composition cache built on them, which gives exactly what
+Hydra's full compose gives, run by run."""
 
 from __future__ import annotations
 
+import inspect
 import json
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 from unittest import mock
 
+import hydra
+import omegaconf
 import pytest
 from hydra import initialize_config_dir
-from hydra._internal.core_plugins.basic_sweeper import BasicSweeper
 from hydra.core.config_loader import ConfigLoader
 from hydra.core.global_hydra import GlobalHydra
 from hydra.core.hydra_config import HydraConfig
 from hydra.core.override_parser.overrides_parser import OverridesParser
 from hydra.core.override_parser.types import Override
+from hydra.core.utils import JobReturn, JobStatus
 from hydra.errors import ConfigCompositionException
 from hydra.types import HydraContext, RunMode
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
-from omegaconf import DictConfig, ListConfig, OmegaConf, open_dict
+from omegaconf import AnyNode, DictConfig, ListConfig, OmegaConf, open_dict
 
-from hydra_plugins.schedlab_ray_launcher import _compose, _core
-from hydra_plugins.schedlab_ray_launcher._compose import CachingConfigLoader, Recipe, group_choices, parse_override
-from hydra_plugins.schedlab_ray_launcher.sweeper import validate_batch
-from sweeps.hook import DEFAULT_NON_SEMANTIC, task_config
+from hydra_plugins.schedlab_ray_launcher._core import _check_planned
+from hydra_plugins.schedlab_ray_launcher.sweeper import SweepPlan
+from sweeps import _hydra
+from sweeps._hydra import Composer, Described, basic_sweeper, finish, parse_override
+from sweeps.planner import Planner, group_choices, task_config
 from sweeps.tracking import flatten, run_key
 from tests.conftest import REPO
+
+VERSIONS = f"Hydra {hydra.__version__}, OmegaConf {omegaconf.__version__}"
+
+
+def canary(ok: bool, what: str) -> None:
+    assert ok, f"{VERSIONS} changed {what}: update sweeps/_hydra.py (every private use is there)"
+
+
+def test_canary_override_dirname() -> None:
+    params = inspect.signature(_hydra.get_overrides_dirname).parameters
+    canary(list(params) == ["overrides", "exclude_keys", "item_sep", "kv_sep"],
+           "hydra._internal.config_loader_impl.get_overrides_dirname's parameters")
+    text = _hydra.get_overrides_dirname(overrides=[parse_override("seed=3"), parse_override("a=b")],
+                                        exclude_keys=["a"], item_sep=",", kv_sep="=")
+    canary(text == "seed=3", "what get_overrides_dirname returns")
+
+
+BasicSweeper = basic_sweeper()[0]
+
+
+def test_canary_basic_sweeper() -> None:
+    canary(all(callable(getattr(BasicSweeper, name, None)) for name in
+               ("split_arguments", "_parse_config", "get_job_batch", "is_done", "validate_batch_is_legal")),
+           "hydra._internal.core_plugins.basic_sweeper.BasicSweeper's methods")
+    canary({"max_batch_size", "params"} <= set(basic_sweeper()[1].__dataclass_fields__), "BasicSweeperConf")
+
+
+def test_canary_config_nodes() -> None:
+    cfg = OmegaConf.create({"a": {"b": 1, "c": "${a.b}"}, "n": None})
+    canary(type(cfg._get_node("a")._get_node("b")) is AnyNode, "DictConfig._get_node / AnyNode")
+    canary(cfg._get_node("a")._get_node("c")._is_interpolation() and cfg._get_node("n")._is_none(),
+           "Node._is_interpolation / _is_none")
+    part = OmegaConf.masked_copy(cfg, "a")
+    part.a._set_parent(cfg)
+    canary(part.a.c == 1, "Node._set_parent")
+    other = OmegaConf.create({"t": "${now:%f}"})
+    OmegaConf.copy_cache(from_config=cfg, to_config=other)
+    canary(OmegaConf.get_cache(other) == OmegaConf.get_cache(cfg), "OmegaConf.copy_cache")
+
+
+def test_canary_job_return_and_singletons() -> None:
+    ret = JobReturn(status=JobStatus.FAILED)
+    ret.return_value = ValueError("x")
+    canary(isinstance(_hydra.job_error(ret), ValueError), "JobReturn._return_value")
+    state = _hydra.singleton_state()
+    canary(isinstance(state, dict) and "instances" in state, "Singleton.get_state")
+    _hydra.set_singleton_state(state)
+
 
 CONF = REPO / "conf"
 
@@ -90,10 +144,10 @@ def resolved(cfg: DictConfig) -> dict[str, Any]:
             for k, v in cfg.items() if k != "hydra"}
 
 
-def compose(loader: ConfigLoader, cfg: DictConfig, overrides: list[str]) -> DictConfig | str:
-    """The composed run config, or the composition error as Hydra reports it."""
+def compose(loader: ConfigLoader | Composer, cfg: DictConfig, overrides: list[str]) -> DictConfig | str:
+    """The composed run config (Hydra's, or the cache's), or the composition error as Hydra reports it."""
     try:
-        return loader.load_sweep_config(cfg, overrides)
+        return loader.compose(overrides) if isinstance(loader, Composer) else loader.load_sweep_config(cfg, overrides)
     except ConfigCompositionException as e:
         return f"{type(e).__name__}: {e}"
 
@@ -108,19 +162,19 @@ def assert_same_outcome(full: DictConfig | str, cached: DictConfig | str) -> Non
 @pytest.mark.parametrize("experiment", sorted(p.stem for p in (CONF / "experiment").glob("*.yaml")))
 def test_every_run_of_every_experiment_composes_as_hydra_does(loader: ConfigLoader, experiment: str) -> None:
     cfg = master(loader, *shrunk(loader, experiment))
-    cached = CachingConfigLoader(loader)
+    cached = Composer(loader, cfg)
     jobs = sweep_jobs(loader, experiment)
     with mock.patch.object(loader, "load_sweep_config", wraps=loader.load_sweep_config) as hydra_compose:
         for job in jobs:
             full = loader.load_sweep_config(cfg, job)
-            assert_same(full, cached.load_sweep_config(cfg, job))
-            assert_same_plain(full, cached.plain(cfg, job))
+            assert_same(full, cached.compose(job))
+            assert_same_plain(full, cached.describe(job))
     groups = {tuple(o for o in job if loader.repository.group_exists(o.split("=")[0])) for job in jobs}
     assert hydra_compose.call_count == len(jobs) + len(groups)  # one full compose per set of group choices
-    assert all(cached.plain(cfg, job) is not None for job in jobs)  # no experiment needs a run composed
+    assert all(cached.describe(job) is not None for job in jobs)  # no experiment needs a run composed
 
 
-def assert_same_plain(full: DictConfig, plain: tuple[dict[str, Any], dict[str, str], Recipe] | None) -> None:
+def assert_same_plain(full: DictConfig, plain: Described | None) -> None:
     """The cache's plain description of a run (when it has one) is the run's resolved task config, type
     for type, and its group choices."""
     if plain is not None:
@@ -141,13 +195,13 @@ def assert_same_plain(full: DictConfig, plain: tuple[dict[str, Any], dict[str, s
 ])
 def test_hand_written_overrides_compose_as_hydra_does(loader: ConfigLoader, overrides: list[str]) -> None:
     cfg = master(loader, "hydra.launcher.num_cpus=2")
-    cached = CachingConfigLoader(loader)
+    cached = Composer(loader, cfg)
     with mock.patch.object(loader, "load_sweep_config", wraps=loader.load_sweep_config) as hydra_compose:
         for order in ("ljf", "fcfs"):
             run = [*overrides, f"policy.order={order}"]
             full = loader.load_sweep_config(cfg, run)
-            assert_same(full, cached.load_sweep_config(cfg, run))
-            assert_same_plain(full, cached.plain(cfg, run))
+            assert_same(full, cached.compose(run))
+            assert_same_plain(full, cached.describe(run))
     assert hydra_compose.call_count == 2 + 1  # the two full composes above, one for the cache
 
 
@@ -157,7 +211,7 @@ def test_hand_written_overrides_compose_as_hydra_does(loader: ConfigLoader, over
 ])
 def test_unusual_overrides_fall_back_to_the_full_compose(loader: ConfigLoader, overrides: list[str]) -> None:
     cfg = master(loader)
-    cached = CachingConfigLoader(loader)
+    cached = Composer(loader, cfg)
     with mock.patch.object(loader, "load_sweep_config", wraps=loader.load_sweep_config) as hydra_compose:
         assert_same_outcome(compose(loader, cfg, overrides), compose(cached, cfg, overrides))
     assert [c.args[1] for c in hydra_compose.call_args_list] == [overrides, overrides]  # ours, then the fallback
@@ -167,15 +221,7 @@ def test_unusual_overrides_fall_back_to_the_full_compose(loader: ConfigLoader, o
 def test_composition_errors_read_as_hydra_words_them(loader: ConfigLoader, overrides: list[str]) -> None:
     cfg = master(loader)
     error = compose(loader, cfg, overrides)
-    assert isinstance(error, str) and compose(CachingConfigLoader(loader), cfg, overrides) == error
-
-
-def test_the_ray_launcher_wraps_the_sweepers_config_loader(loader: ConfigLoader) -> None:
-    from hydra_plugins.schedlab_ray_launcher.ray_launcher import RayLauncher
-
-    context = HydraContext(config_loader=loader, callbacks=None)
-    RayLauncher().setup(hydra_context=context, task_function=lambda cfg: None, config=master(loader))
-    assert isinstance(context.config_loader, CachingConfigLoader) and context.config_loader.loader is loader
+    assert isinstance(error, str) and compose(Composer(loader, cfg), cfg, overrides) == error
 
 
 def reference_task(loader: ConfigLoader, cfg: DictConfig, job: list[str], idx: int) -> dict[str, Any]:
@@ -197,64 +243,55 @@ def reference_task(loader: ConfigLoader, cfg: DictConfig, job: list[str], idx: i
 ])
 def test_every_launched_run_is_hydras_compose_field_by_field(loader: ConfigLoader, params: list[str],
                                                              tmp_path: Path) -> None:
-    """The launcher's path (the sweeper's check, then the launcher's plan and compose of each run) gives
-    each run the resolved config and run key of Hydra's own compose, both as the plain data it is
-    planned with and as the config it runs with; a run is composed once, and one the cache describes
-    as plain data only when it runs."""
+    """The sweeper's path (plan each run, compose it as it is submitted, or on its worker from its recipe)
+    gives each run the resolved config and run key of Hydra's own compose, both as the plain data it is
+    planned with and as the config it runs with; one full compose per shape, and a run the cache
+    describes as plain data is composed only when it runs."""
     cfg = master(loader, *params)
     parsed = OverridesParser.create(config_loader=loader).parse_overrides(params)
     jobs = [list(job) for job in BasicSweeper.split_arguments(parsed, None)[0]]
-    cached = CachingConfigLoader(loader)
-    context = HydraContext(config_loader=cached, callbacks=None)
+    plan = sweep_plan(loader, cfg, tmp_path)
     with mock.patch.object(loader, "load_sweep_config", wraps=loader.load_sweep_config) as hydra_compose, \
-            mock.patch.object(cached, "_compose", wraps=cached._compose) as cache_compose:
-        assert validate_batch(context, cfg, jobs)  # the schedlab sweeper's validate_batch_is_legal
-        runs = [_core._planned(context, cfg, job, i, tmp_path) for i, job in enumerate(jobs)]
-        described = [run.plain is not None for run in runs]
-        assert cache_compose.call_count == described.count(False)  # plain runs: nothing composed yet
+            mock.patch.object(plan.composer, "compose", wraps=plan.composer.compose) as cache_compose:
+        runs = [plan.planned(job, i) for i, job in enumerate(jobs)]
+        described = [run.recipe is not None for run in runs]
+        assert cache_compose.call_count == described.count(False)  # described runs: nothing composed yet
         configs = [task_config(run.composed()) for run in runs]  # as each is submitted
     shapes = {tuple(o for o in job if loader.repository.group_exists(o.split("=")[0])) for job in jobs}
-    assert hydra_compose.call_count == len(shapes)  # the launcher took the sweeper's configs
+    assert hydra_compose.call_count == len(shapes)
     assert cache_compose.call_count == len(jobs)
     assert all(described) == ("${" not in " ".join(params))  # interpolating overrides: composed runs
-    keys = DEFAULT_NON_SEMANTIC
+    keys = tuple(cfg.sweep.non_semantic)
     for i, (job, run, ours) in enumerate(zip(jobs, runs, configs, strict=True)):
         hydras = reference_task(loader, cfg, job, i)
         assert flatten(ours) == flatten(hydras), job
         assert run_key(ours, keys) == run_key(hydras, keys)
-        if run.plain is not None:
-            assert json.dumps(run.plain, sort_keys=True) == json.dumps(hydras, sort_keys=True), job
-            on_worker = _core._finish(run.recipe.compose(cached.base(cfg, run.recipe), cfg), i, tmp_path)
+        assert json.dumps(run.plain, sort_keys=True) == json.dumps(hydras, sort_keys=True), job
+        if run.recipe is not None:
+            on_worker = finish(run.recipe.compose(plan.composer.base(run.recipe.shape), cfg), i, str(tmp_path))
             assert_same(run.composed(), on_worker)  # a worker composes it from the recipe as the driver does
-            _core._check_planned(on_worker, run.plain)  # what the worker checks before it runs it
+            _check_planned(on_worker, run.plain)  # what the worker checks before it runs it
     assert len({run_key(c, keys) for c in configs}) == len(jobs)
     if "${hydra:job.num}" in params[-1]:
         assert [c["experiment_name"] for c in configs] == [f"job-{i}" for i in range(len(jobs))]
 
 
+def sweep_plan(loader: ConfigLoader, cfg: DictConfig, folder: Path) -> SweepPlan:
+    """The sweeper's plan over ``loader`` (no launcher: nothing is launched here)."""
+    with open_dict(cfg):
+        cfg.hydra.sweep.dir = str(folder)
+    return SweepPlan(HydraContext(config_loader=loader, callbacks=None), cfg, mock.Mock(spec=[]), Planner())
+
+
 def test_a_worker_refuses_a_config_that_differs_from_the_planned_one(loader: ConfigLoader, tmp_path: Path) -> None:
     cfg, job = master(loader), ["policy=easy", "seed=3", "workload.jobs=30"]
-    cached = CachingConfigLoader(loader)
-    run = _core._planned(HydraContext(config_loader=cached, callbacks=None), cfg, job, 0, tmp_path)
+    run = sweep_plan(loader, cfg, tmp_path).planned(job, 0)
     assert run.plain is not None and run.config is None
     wrong = {**run.plain, "workload": {**run.plain["workload"], "jobs": 31}}
     with pytest.raises(RuntimeError, match=r"differs from the one the driver planned the run with \(keys workload\)"):
-        _core._check_planned(run.composed(), wrong)
+        _check_planned(run.composed(), wrong)
     run.release()
     assert run.config is None and task_config(run.composed())["workload"]["jobs"] == 30  # composed again
-
-
-def test_a_kept_config_is_peeked_then_taken_without_composing_again(loader: ConfigLoader) -> None:
-    """The precision sweeper peeks at the configs the sweeper's check composed; the launcher then takes
-    those same objects: each run composed once."""
-    caching, cfg = CachingConfigLoader(loader), master(loader)
-    job = ["policy=easy", "seed=3"]
-    composed = caching.load_sweep_config(cfg, job)
-    assert caching.peek(cfg, job) is composed and caching.peek(cfg, job) is composed
-    assert caching.take(cfg, job) is composed
-    fresh = caching.peek(cfg, job)  # nothing kept any more: composed now, and kept
-    assert fresh is not composed and caching.take(cfg, job) is fresh
-    assert_same(composed, fresh)
 
 
 _KEY = st.from_regex(r"[A-Za-z_][A-Za-z0-9_]{0,6}(\.[A-Za-z_][A-Za-z0-9_]{0,6}){0,3}", fullmatch=True)
@@ -288,10 +325,10 @@ def test_a_number_override_is_read_as_hydras_grammar_parses_it(text: str) -> Non
 def test_number_overrides_take_the_fast_path() -> None:
     """``seed=3`` and ``workload.arrival_rate=0.02`` do not go through Hydra's ANTLR parser; ``a=007``,
     ``a=1e-3`` and ``policy=easy`` do (and parse as Hydra parses them)."""
-    with mock.patch.object(_compose._PARSER, "parse_overrides", side_effect=AssertionError("slow path")):
+    with mock.patch.object(_hydra._PARSER, "parse_overrides", side_effect=AssertionError("slow path")):
         assert parse_override("seed=3")._value == 3
         assert parse_override("workload.arrival_rate=0.02")._value == 0.02
     for text in ("a=007", "a=1e-3", "policy=easy"):
-        with mock.patch.object(_compose._PARSER, "parse_overrides", wraps=_compose._PARSER.parse_overrides) as slow:
+        with mock.patch.object(_hydra._PARSER, "parse_overrides", wraps=_hydra._PARSER.parse_overrides) as slow:
             parse_override(text)
         assert slow.call_count == 1, text

@@ -1,8 +1,8 @@
 """Replications until the confidence interval is tight enough (Law & Kelton's sequential procedure).
 
-Pure statistics, no Hydra: the precision sweeper (``hydra_plugins/schedlab_precision_sweeper``)
-feeds each cell's per-seed results to :func:`judge` and runs the seeds it asks for; the half-width
-is :func:`analysis.stats.t_half_width` (the project's one CI definition).
+Pure statistics, no Hydra: the precision sweeper (:mod:`._core`) feeds each cell's per-seed results to
+:func:`judge` and runs the seeds it asks for; the half-width is :func:`sim.stats.t_half_width` (the
+project's one CI definition, which analysis's tables use too).
 
 A cell is one configuration; its replications are the seeds 0, 1, 2 … (common random numbers). It
 runs ``initial`` seeds, then ``batch`` more per round while some metric's half-width is above its
@@ -23,8 +23,8 @@ both finished (the relative bound is then relative to the mean difference); a ba
 the seeds its comparators need and is never judged on its own.
 """
 
-from __future__ import annotations
-
+# No ``from __future__ import annotations``: Hydra's plugin scan executes this module outside sys.modules,
+# where dataclasses cannot resolve string annotations.
 import json
 import math
 from collections.abc import Hashable, Mapping, Sequence
@@ -33,8 +33,12 @@ from pathlib import Path
 
 import numpy as np
 
-from analysis import AnalysisError
-from analysis.stats import CONFIDENCE, t_half_width
+from sim.stats import CONFIDENCE, t_half_width
+
+
+class RuleError(ValueError):
+    """A stopping rule that cannot work as written, or a file that is not a precision sweep's table."""
+
 
 MET, RUNNING, CAPPED, FAILING, DETERMINISTIC, BASELINE = (
     "met", "running", "capped", "failing", "deterministic", "baseline")
@@ -50,10 +54,10 @@ class Target:
 
     def __post_init__(self) -> None:
         if self.relative is None and self.absolute is None:
-            raise AnalysisError(f"metric {self.metric!r}: give relative_halfwidth and/or absolute_halfwidth")
+            raise RuleError(f"metric {self.metric!r}: give relative_halfwidth and/or absolute_halfwidth")
         for name, value in (("relative_halfwidth", self.relative), ("absolute_halfwidth", self.absolute)):
             if value is not None and not (isinstance(value, int | float) and math.isfinite(value) and value > 0):
-                raise AnalysisError(f"{name} for {self.metric!r} must be a positive number, got {value!r}")
+                raise RuleError(f"{name} for {self.metric!r} must be a positive number, got {value!r}")
 
     def bound(self, mean: float) -> float:
         """The largest half-width that meets this target at ``mean``.
@@ -79,31 +83,33 @@ class Rule:
 
     def __post_init__(self) -> None:
         if not self.targets:
-            raise AnalysisError("precision: name at least one metric")
+            raise RuleError("precision: name at least one metric")
         if not 0 < self.confidence < 1:
-            raise AnalysisError(f"confidence must lie in (0, 1), got {self.confidence!r}")
+            raise RuleError(f"confidence must lie in (0, 1), got {self.confidence!r}")
         for name in ("initial", "batch", "max_replications", "max_failures"):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-                raise AnalysisError(f"{name} must be a positive integer, got {value!r}")
+                raise RuleError(f"{name} must be a positive integer, got {value!r}")
         if self.initial < 2:
-            raise AnalysisError(f"initial must be ≥ 2 (a CI needs two replications), got {self.initial}")
+            raise RuleError(f"initial must be ≥ 2 (a CI needs two replications), got {self.initial}")
         if self.max_replications < self.initial:
-            raise AnalysisError(f"max_replications ({self.max_replications}) must be ≥ initial ({self.initial})")
+            raise RuleError(f"max_replications ({self.max_replications}) must be ≥ initial ({self.initial})")
 
 
 @dataclass
 class Cell:
-    """What one cell's runs gave so far: metrics per finished seed and the seeds that failed."""
+    """What one cell's runs gave so far: metrics per finished seed, the seeds that failed and those another
+    sweep was running (left to it)."""
 
     results: dict[int, dict[str, float]] = field(default_factory=dict)
     failed: set[int] = field(default_factory=set)
     deterministic: bool = False
+    elsewhere: set[int] = field(default_factory=set)
 
     @property
     def tried(self) -> int:
         """Seeds launched so far (the next seed is this number: seeds are 0, 1, 2 …)."""
-        return len(self.results) + len(self.failed)
+        return len(self.results) + len(self.failed) + len(self.elsewhere)
 
 
 @dataclass(frozen=True)
@@ -268,7 +274,7 @@ def load(path: Path) -> tuple[dict[str, Verdict], Rule]:
         verdicts = {k: Verdict(**{**v, "metrics": tuple(Precision(**p) for p in v["metrics"])})
                     for k, v in body["cells"].items()}
     except (OSError, ValueError, KeyError, TypeError) as error:
-        raise AnalysisError(f"{path}: not a precision sweep result ({type(error).__name__}: {error})") from None
+        raise RuleError(f"{path}: not a precision sweep result ({type(error).__name__}: {error})") from None
     return verdicts, rule
 
 
@@ -276,9 +282,9 @@ if __name__ == "__main__":
     import sys
 
     if len(sys.argv) != 2:
-        sys.exit("usage: python -m analysis.precision MULTIRUN_DIR/precision.json")
+        sys.exit("usage: python -m hydra_plugins.schedlab_precision_sweeper.rule MULTIRUN_DIR/precision.json")
     try:
         found, used = load(Path(sys.argv[1]))
-    except AnalysisError as exc:
+    except RuleError as exc:
         sys.exit(f"Error: {exc}")
     print(table(found, used.confidence))

@@ -1,8 +1,9 @@
-"""The driver side of a sweep: validate every run, skip finished ones, record each result in MLflow
-(a :class:`sweeps.record.RunRecord` the driver builds and the Ray worker, or the driver, writes).
+"""Which runs of a sweep to run, and their records: validate every run, skip those recorded before, claim
+the rest as they start and record each result in MLflow (:class:`sweeps.record.RunRecord`, written by the
+Ray worker or here).
 
-:class:`SweepTracker` is the only recorder: the Ray launcher's ``hook`` (``hydra.launcher.hook``), and
-driven by :class:`sweeps.recording.Recording` for single runs and Hydra's basic launcher.
+A :class:`Planner` works on plain run configs; schedlab's sweepers (``hydra_plugins``) hand it each batch
+and launch only what it leaves to do, and the recording callback hands it a single run.
 
 A run is skipped when a FINISHED run has the same identity: its ``run_key`` (the semantic config and
 the policy's label; without the seed when the workload is not stochastic, so a seed sweep of a replay
@@ -25,17 +26,17 @@ import time
 import uuid
 from collections import Counter
 from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
 from datetime import datetime
 from functools import cache
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from hydra.core.override_parser.overrides_parser import OverridesParser
+from hydra.errors import CompactHydraException
 from hydra.types import RunMode
-from omegaconf import DictConfig, OmegaConf
+from omegaconf import DictConfig, ListConfig, OmegaConf
 
-from hydra_plugins.schedlab_ray_launcher._compose import group_choices, task_config
-from hydra_plugins.schedlab_ray_launcher.hooks import PlannedRun, RunReport, SweepAbortedError, SweepStats
 from sim.core import InputError
 from sweeps import task
 from sweeps.claims import CLAIM_TAGS, Claimant, Heartbeat, alive, claim_order, stale_sweeps
@@ -53,9 +54,57 @@ from sweeps.record import (
 from sweeps.summary import format_policy_table
 from sweeps.tracking import TAG, Claim, MlflowStore, browse, git_commit, open_store, run_key
 
-DEFAULT_NON_SEMANTIC = ("tracking", "sweep", "experiment_name", "replications", "workload.base_dir")
 #: where runs go when the command line changes what the default experiment computes (see :func:`adhoc`)
 ADHOC_EXPERIMENT = "schedlab-adhoc"
+
+
+class InvalidSweepError(CompactHydraException):
+    """A run of the sweep is invalid: nothing was run (Hydra prints only the message)."""
+
+
+@dataclass(frozen=True)
+class Recorded:
+    """A planned run that is not run here, and why: finished before (in MLflow run ``run_id``, with its
+    ``metrics``), the same run as run ``same_as`` of this sweep, or running in sweep ``elsewhere``."""
+
+    reason: str
+    run_id: str | None = None
+    metrics: dict[str, float] = field(default_factory=dict)
+    same_as: int | None = None
+    elsewhere: str | None = None
+
+    def __str__(self) -> str:
+        return self.reason
+
+
+class Run(Protocol):
+    """A run as the planner sees it: its index in the sweep, plain config, group choices and overrides."""
+
+    index: int
+    plain: dict[str, Any]
+    choices: dict[str, str]
+    overrides: list[str]
+
+    @property
+    def label(self) -> str: ...
+
+
+def task_config(cfg: DictConfig) -> dict[str, Any]:
+    """The run's resolved config as a plain dict, without the ``hydra`` node."""
+    plain: dict[str, Any] = {}
+    for key in cfg:
+        if key != "hydra":
+            value = OmegaConf.select(cfg, str(key), throw_on_missing=False)
+            plain[str(key)] = (OmegaConf.to_container(value, resolve=True, throw_on_missing=False)
+                               if isinstance(value, DictConfig | ListConfig) else value)
+    return plain
+
+
+def group_choices(cfg: DictConfig) -> dict[str, str]:
+    """The config-group choices Hydra recorded for a composed run (``{"policy": "easy", …}``), without
+    Hydra's own groups."""
+    choices = OmegaConf.select(cfg, "hydra.runtime.choices", default=None) or {}
+    return {str(k): str(v) for k, v in choices.items() if not str(k).startswith("hydra") and v is not None}
 
 
 @cache
@@ -66,8 +115,8 @@ def schedlab_version() -> str:
         return "unknown"
 
 
-class SweepTracker:
-    """Validates, de-duplicates and records runs; one instance per sweep, on the driver."""
+class Planner:
+    """Validates, de-duplicates, claims and records runs; one instance per sweep, on the driver."""
 
     def __init__(self, summary: bool = True) -> None:
         self.summary = summary
@@ -94,38 +143,36 @@ class SweepTracker:
         self.run_ids: dict[int, str] = {}
         self.existing: dict[tuple[str, str], dict[str, list[Any]]] = {}  # (store, experiment) → runs by key
         self.claims: dict[int, Claim] = {}
+        self.records: dict[int, RunRecord] = {}  # of claimed runs until they are recorded
         self.elsewhere: Counter[str] = Counter()  # sweep id → runs skipped because it is running them
         self.taken_over = 0  # claims of dead sweeps marked KILLED
         self.killed: set[str] = set()
         self.changed_inputs: Counter[str] = Counter()  # files runs read with other contents than planned
         self.heartbeat: Heartbeat | None = None
 
-    # -- the SweepHook protocol -------------------------------------------------------------
-    def validate(self, config: DictConfig, runs: Sequence[PlannedRun]) -> None:
+    def validate(self, config: DictConfig, runs: Sequence[Run]) -> None:
+        """Check every run (raises :class:`InvalidSweepError` naming each problem and the runs it hits)."""
         if not runs:
-            raise SweepAbortedError("the sweep has no runs (an empty value list, e.g. seed='range(0,0)'); "
+            raise InvalidSweepError("the sweep has no runs (an empty value list, e.g. seed='range(0,0)'); "
                                     "nothing was run")
         self.configure(config)
-        errors: dict[str, list[PlannedRun]] = {}
+        errors: dict[str, list[Run]] = {}
         for run in runs:
             try:
-                if run.plain is not None:  # read off its shape by the composition cache: not composed
-                    self.check(run.index, run.plain, run.choices, run.overrides)
-                else:
-                    self.check(run.index, task_config(run.config), group_choices(run.config), run.overrides)
+                self.check(run.index, run.plain, run.choices, run.overrides)
             except InputError as e:
                 errors.setdefault(str(e), []).append(run)
         if not errors:
             errors = self.unreadable([run for run in runs if run.index in self.parts], len(runs))
         if errors:
             lines = [f"{message}\n    ({_which(bad, len(runs))})" for message, bad in errors.items()]
-            raise SweepAbortedError("invalid configuration, nothing was run:\n  " + "\n  ".join(lines))
+            raise InvalidSweepError("invalid configuration, nothing was run:\n  " + "\n  ".join(lines))
 
-    def unreadable(self, runs: Sequence[PlannedRun], total: int) -> dict[str, list[PlannedRun]]:
+    def unreadable(self, runs: Sequence[Run], total: int) -> dict[str, list[Run]]:
         """Read each replayed input once, on the driver (a trace with a bad line): when no run of the sweep
         could read its input, the errors — nothing is started; otherwise ``{}``, and the runs with a bad
         input fail in their workers and are recorded FAILED beside the others."""
-        errors: dict[str, list[PlannedRun]] = {}
+        errors: dict[str, list[Run]] = {}
         read: dict[str, str | None] = {}
         for run in runs:
             parts, cfg = self.parts[run.index], self.cfgs[run.index]
@@ -143,16 +190,6 @@ class SweepTracker:
             errors.setdefault(read[replay], []).append(run)
         return errors if sum(map(len, errors.values())) == total else {}
 
-    def plan(self, runs: Sequence[PlannedRun]) -> list[str | None]:
-        return self.plan_configs({run.index: self.cfgs[run.index] for run in runs})
-
-    def start(self, run: PlannedRun) -> str | None:
-        """Claim the run as it is submitted; why not to run it when another sweep has it."""
-        return self.claim(run.index)
-
-    def recorder(self, run: PlannedRun) -> RunRecord | None:
-        return self.run_record(run.index) if self.store is not None else None
-
     def runtime_env(self) -> dict[str, Any]:
         """The researcher's own packages the planned runs' ``_target_`` s live in, for Ray to ship to a
         cluster's nodes (``py_modules``: a package folder or a single module file each)."""
@@ -160,15 +197,22 @@ class SweepTracker:
                   if (own := own_package(target)) is not None}
         return {"py_modules": sorted(str(place) for place in places)} if places else {}
 
-    def on_result(self, report: RunReport) -> None:
-        outcome = report.value if report.status == "FINISHED" else None
-        if report.recorded is not None:  # its worker logged it
-            self.recorded(report.run.index, outcome, report.recorded)
-            return
-        self.record(report.run.index, report.status, outcome, report.error, report.traceback,
-                    node=report.node_id, end=report.end_time, node_ip=report.node_ip)
+    def recorder(self, index: int) -> RunRecord | None:
+        """The record of claimed run ``index`` for its worker to write (``None``: nothing is recorded)."""
+        return self.run_record(index) if self.store is not None else None
 
-    def finish(self, stats: SweepStats) -> None:
+    def on_result(self, index: int, report: Any) -> None:
+        """Run ``index`` ended (a report with ``status``, ``value``, ``error``, ``traceback``, ``node_id``,
+        ``node_ip``, ``end_time`` and ``recorded``: the MLflow run id when its worker wrote the record)."""
+        outcome = report.value if report.status == "FINISHED" else None
+        if report.recorded is not None:
+            self.recorded(index, outcome, report.recorded)
+        else:
+            self.record(index, report.status, outcome, report.error, report.traceback, node=report.node_id,
+                        end=report.end_time, node_ip=report.node_ip)
+
+    def finish(self) -> None:
+        """The sweep ended (also when it was stopped): close, then the policy table and notes."""
         self.close()
         if self.summary and self.results:
             print(format_policy_table(self.results))
@@ -177,8 +221,8 @@ class SweepTracker:
         sys.stdout.flush()
 
     def close(self) -> None:
-        """The sweep ended (or was stopped): claims of runs never recorded are marked KILLED (a later sweep,
-        even in this process, runs them), and the heartbeat stops."""
+        """Claims of runs never recorded are marked KILLED (a later sweep, even in this process, runs
+        them), and the heartbeat stops."""
         if self.store is not None:
             for index, claim in self.claims.items():
                 if index not in self.run_ids and self.store.status(claim.run_id) == "RUNNING":
@@ -187,7 +231,6 @@ class SweepTracker:
             self.heartbeat.stop()
             self.heartbeat = None
 
-    # -- plain-dict core, shared with in-process runs --------------------------------------------
     def configure(self, config: DictConfig) -> None:
         """Read the sweep's own config (with its ``hydra`` node): swept factors and experiment."""
         self.swept = swept_keys(config)
@@ -198,6 +241,7 @@ class SweepTracker:
         """Validate one run config (raises :class:`InputError`) and keep it for planning, with its policy's
         label (:func:`policy_label`) from its config-group ``choices`` and command-line ``overrides``."""
         parts = task.prepare(cfg)
+        self.non_semantic(cfg)
         reuse = (cfg.get("sweep") or {}).get("reuse", "same")
         if reuse not in REUSE:
             raise InputError(f"sweep.reuse must be one of {', '.join(REUSE)} (same: skip a finished run only "
@@ -207,15 +251,13 @@ class SweepTracker:
         self.labels[index] = policy_label(cfg, (choices or {}).get("policy", ""), overrides)
         return parts
 
-    def plan_configs(self, cfgs: dict[int, dict[str, Any]]) -> list[str | None]:
-        """Per run: ``None`` to run it, or why it is skipped (finished before, or a duplicate). Each run must
-        have been :meth:`check` ed with its group choices and overrides: they give its label, part of its key
-        (checking it here without them would label it by its class and miss its records)."""
-        unchecked = [i for i, cfg in cfgs.items() if self.cfgs.get(i) is not cfg]
-        assert not unchecked, f"runs {unchecked} were not checked before planning"
+    def plan(self, indices: Iterable[int]) -> list[Recorded | None]:
+        """Per run (each :meth:`check` ed first: its choices and overrides give its label, part of its key):
+        ``None`` to run it, or why not (finished before, a duplicate, running in another sweep)."""
+        cfgs = {i: self.cfgs[i] for i in indices}
         first = next(iter(cfgs.values()))
         sweep = first.get("sweep") or {}
-        non_semantic = tuple(sweep.get("non_semantic") or DEFAULT_NON_SEMANTIC)
+        non_semantic = self.non_semantic(first)
         for i, cfg in cfgs.items():
             workload = self.parts[i].workload
             self.keys[i] = run_key(cfg, non_semantic if workload.stochastic else (*non_semantic, "seed"),
@@ -229,7 +271,7 @@ class SweepTracker:
             self.store = open_store(str(tracking["uri"]), self.experiment_name, tracking.get("artifact_root"))
             existing = self.recorded_before(self.store)
         running = self.running_elsewhere({self.keys[i] for i in cfgs}, existing)
-        decisions: list[str | None] = []
+        decisions: list[Recorded | None] = []
         for i, cfg in cfgs.items():
             key = self.keys[i]
             if not self.parts[i].workload.stochastic:
@@ -237,13 +279,14 @@ class SweepTracker:
             finished = [r for r in existing.get(key, []) if r.info.status == "FINISHED"]
             same = self.reusable(finished, i)
             if key in self.first:
-                decisions.append(f"same run as #{self.first[key]}")
+                decisions.append(Recorded(f"same run as #{self.first[key]}", same_as=self.first[key]))
             elif key in running:
-                decisions.append(f"running in another sweep: {running[key]}")
+                decisions.append(Recorded(f"running in another sweep: {running[key]}", elsewhere=running[key]))
                 self.elsewhere[running[key]] += 1
             elif same:
-                decisions.append(f"finished in MLflow run {same[0].info.run_id}")
-                self.results.append((self.labels[i], cfg.get("policy") or {}, dict(same[0].data.metrics)))
+                run_id, metrics = same[0].info.run_id, dict(same[0].data.metrics)
+                decisions.append(Recorded(f"finished in MLflow run {run_id}", run_id, metrics))
+                self.results.append((self.labels[i], cfg.get("policy") or {}, metrics))
             else:
                 if finished and not sweep.get("force", False):
                     self.reran["; ".join(self.changes(finished[0], i))] += 1
@@ -272,7 +315,7 @@ class SweepTracker:
                 self.taken_over += 1
         return live
 
-    def claim(self, index: int) -> str | None:
+    def claim(self, index: int) -> Recorded | None:
         """Create run ``index``'s MLflow run (RUNNING) before it runs; ``None`` when this sweep runs it, else
         why not: another sweep claimed or finished the same run meanwhile (its claim is then withdrawn).
         Nothing to claim when nothing is recorded (``tracking=none``)."""
@@ -288,7 +331,8 @@ class SweepTracker:
         done = self.reusable([r for r in others if r.info.status == "FINISHED"], index)
         if done:
             store.withdraw(claim.run_id)
-            return f"finished in MLflow run {done[0].info.run_id} (by another sweep)"
+            return Recorded(f"finished in MLflow run {done[0].info.run_id} (by another sweep)", done[0].info.run_id,
+                            dict(done[0].data.metrics))
         rivals = [r for r in others if r.info.status == "RUNNING"]
         if rivals:
             beats, now = store.sweeps(), time.time()
@@ -298,7 +342,7 @@ class SweepTracker:
                 store.withdraw(claim.run_id)
                 owner = min(earlier, key=claim_order).data.tags.get(CLAIM_TAGS[0], "?")
                 self.elsewhere[owner] += 1
-                return f"running in another sweep: {owner}"
+                return Recorded(f"running in another sweep: {owner}", elsewhere=owner)
         self.claims[index] = claim
         return None
 
@@ -378,6 +422,7 @@ class SweepTracker:
                 self.changed_inputs[name] += 1
         if run_id is not None:
             self.run_ids[index] = run_id
+            self.records.pop(index, None)
 
     def identity_tags(self, index: int) -> dict[str, str]:
         """What identifies run ``index`` (run key, code and input fingerprints, classes), set when it is
@@ -397,16 +442,24 @@ class SweepTracker:
                         seed=self.parts[index].workload.stochastic)
 
     def run_record(self, index: int) -> RunRecord:
-        """Everything the record of run ``index`` needs but its outcome (the run must be claimed)."""
+        """Everything the record of run ``index`` needs but its outcome (the run must be claimed): made once,
+        for its worker or, when that cannot reach the store, for the driver."""
         assert self.store is not None
-        cfg, label = self.cfgs[index], self.labels[index]
-        location = StoreLocation.of(self.store.uri, self.experiment_name, self.store.artifact_root)
-        return RunRecord(location, self.claims[index], cfg, self.identity_tags(index),
-                         run_params(cfg, self.non_semantic(cfg), label))
+        if index not in self.records:
+            cfg, label = self.cfgs[index], self.labels[index]
+            location = StoreLocation.of(self.store.uri, self.experiment_name, self.store.artifact_root)
+            self.records[index] = RunRecord(location, self.claims[index], cfg, self.identity_tags(index),
+                                            run_params(cfg, self.non_semantic(cfg), label))
+        return self.records[index]
 
     @staticmethod
     def non_semantic(cfg: dict[str, Any]) -> tuple[str, ...]:
-        return tuple((cfg.get("sweep") or {}).get("non_semantic") or DEFAULT_NON_SEMANTIC)
+        """``sweep.non_semantic``: the keys that never change a run's result (listed in conf/config.yaml)."""
+        listed = (cfg.get("sweep") or {}).get("non_semantic")
+        if listed is None:
+            raise InputError("sweep.non_semantic is missing: the keys that never change a run's result "
+                             "(conf/config.yaml lists them)")
+        return tuple(listed)
 
 
 def policy_label(cfg: dict[str, Any], choice: str, overrides: Sequence[str] = ()) -> str:
@@ -474,10 +527,10 @@ def adhoc(config: DictConfig) -> bool:
 def _bookkeeping(key: str, config: DictConfig) -> bool:
     """A key that never changes a run's result (``sweep.non_semantic``, e.g. ``tracking.uri``)."""
     listed = OmegaConf.select(config, "sweep.non_semantic", default=None)
-    return any(key == d or key.startswith(d + ".") for d in (listed or DEFAULT_NON_SEMANTIC))
+    return any(key == d or key.startswith(d + ".") for d in (listed or ()))
 
 
-def _which(bad: Sequence[PlannedRun], total: int) -> str:
+def _which(bad: Sequence[Run], total: int) -> str:
     if len(bad) == total:
         return f"all {total} runs"
     return f"{len(bad)} of {total} runs, e.g. #{bad[0].index}: {bad[0].label}"
