@@ -3,7 +3,7 @@ the rest as they start and record each result in MLflow (:class:`sweeps.record.R
 Ray worker or here).
 
 A :class:`Planner` works on plain run configs; schedlab's sweepers (``hydra_plugins``) hand it each batch
-and launch only what it leaves to do, and the recording callback hands it a single run.
+and launch only what it leaves to do; schedlab's Hydra callback (sweeps/callback.py) hands it a single run.
 
 A run is skipped when a FINISHED run has the same identity: its ``run_key`` (the semantic config and
 the policy's label; without the seed when the workload is not stochastic, so a seed sweep of a replay

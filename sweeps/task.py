@@ -1,6 +1,6 @@
 """One run: a resolved config (a plain dict) in, summary metrics and the per-job table out.
 
-The launcher and the tracker are generic; this module is the only place that knows how a config
+The launcher and the planner are generic; this module is the only place that knows how a config
 becomes a simulation. Group nodes carry a ``_target_``, so the simulator never sees a ``DictConfig``:
 clusters and workloads are built by Hydra's ``instantiate``, the policy by :func:`sim.policies.loading.build_policy`
 (the same loader as ``python -m sim --policy``: a target that cannot be imported, options its class does not

@@ -35,7 +35,7 @@ from analysis.paper_spec import PaperTable
 from analysis.stats import aggregate
 from tests.conftest import REPO
 from tests.test_analysis import Store, jobs_table
-from tests.test_sweeps import ENV
+from tests.test_sweeper import ENV
 
 SEEDS = range(1, 7)
 POLICIES = ("easy", "conservative")

@@ -22,8 +22,8 @@ from mlflow.tracking import MlflowClient
 
 from sweeps.claims import CLAIM_TAGS, SWEEP_TAG
 from sweeps.planner import Planner, group_choices, task_config
-from tests.test_resume_identity import EXPERIMENT, conf, trace_dir, trace_runs  # noqa: F401 (fixtures)
-from tests.test_sweeps import ENV, RUN, SMALL, descendants, kill_tree, mlflow_server, runs, sqlite_uri  # noqa: F401
+from tests.test_identity import EXPERIMENT, conf, trace_dir, trace_runs  # noqa: F401 (fixtures)
+from tests.test_sweeper import ENV, RUN, SMALL, descendants, kill_tree, mlflow_server, runs, sqlite_uri  # noqa: F401
 
 TINY = [*SMALL, "workload.jobs=200", "workload.arrival_rate=0.01", "hydra.launcher.progress=false",
         "experiment_name=claims"]

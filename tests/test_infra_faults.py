@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 from mlflow.tracking import MlflowClient
 
-from tests.test_sweeps import (  # noqa: F401 (two_node_cluster: a fixture)
+from tests.test_sweeper import (  # noqa: F401 (two_node_cluster: a fixture)
     ENV,
     RUN,
     SMALL,

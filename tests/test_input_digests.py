@@ -16,8 +16,8 @@ from mlflow.tracking import MlflowClient
 from sim.core import InputError
 from sweeps import specs, task
 from sweeps.planner import Planner, group_choices, task_config
-from tests.test_resume_identity import EXPERIMENT, TRACE, conf, drive, trace_dir, trace_runs  # noqa: F401
-from tests.test_sweeps import ENV, RUN, runs, sqlite_uri
+from tests.test_identity import EXPERIMENT, TRACE, conf, drive, trace_dir, trace_runs  # noqa: F401
+from tests.test_sweeper import ENV, RUN, runs, sqlite_uri
 
 EDITED = TRACE.replace("1 0 -1 100 4", "1 0 -1 900 4")  # job 1 runs 900 s instead of 100
 

@@ -24,8 +24,8 @@ from sweeps import task
 from sweeps.planner import group_choices, task_config
 from sweeps.summary import format_policy_table
 from tests.conftest import REPO
-from tests.test_resume_identity import EXPERIMENT, conf, drive, trace_dir, trace_runs  # noqa: F401 (fixtures)
-from tests.test_sweeps import ENV, RUN, runs, sqlite_uri, two_node_cluster  # noqa: F401 (a fixture)
+from tests.test_identity import EXPERIMENT, conf, drive, trace_dir, trace_runs  # noqa: F401 (fixtures)
+from tests.test_sweeper import ENV, RUN, runs, sqlite_uri, two_node_cluster  # noqa: F401 (a fixture)
 
 EXAMPLE = REPO / "examples" / "my_policy"
 #: a loaded LIGO stream on 10 resources: the example's EDF and RM-DCWF's FIFO baseline differ

@@ -28,7 +28,7 @@ from analysis.paper_result import display, row_text
 from analysis.paper_spec import level_key, load_tables, read_published
 from analysis.runs import RunSet
 from tests.conftest import REPO
-from tests.test_sweeps import ENV
+from tests.test_sweeper import ENV
 
 EXPERIMENT = "schedlab-paper-test"
 RATES = (1 / 265, 1 / 180)

@@ -21,16 +21,18 @@ import numpy as np
 import pytest
 from hydra.core.hydra_config import HydraConfig
 from hydra.core.plugins import Plugins
+from hydra.core.utils import JobReturn, JobStatus
 from hydra.plugins.sweeper import Sweeper
 from omegaconf import DictConfig, OmegaConf
 from scipy import stats
 
 from hydra_plugins.schedlab_precision_sweeper import rule as pr
+from hydra_plugins.schedlab_precision_sweeper._core import Job, PrecisionSweep
 from hydra_plugins.schedlab_precision_sweeper.precision_sweeper import PrecisionSweeper
 from sim.workloads.synthetic import erlang_c_wait
-from sweeps.planner import task_config
+from sweeps.planner import Recorded, task_config
 from sweeps.task import RunOutcome, run_one
-from tests.test_sweeps import ENV, RUN, kill_tree, runs, sqlite_uri
+from tests.test_sweeper import ENV, RUN, kill_tree, runs, sqlite_uri
 
 MMC = ["workload=mmc", "cluster=hpc16", "cluster.nodes=4", "policy=fcfs", "workload.jobs=1000"]
 WAIT = pr.Target("wait/mean", relative=0.1)
@@ -86,6 +88,27 @@ def test_a_cell_at_the_cap_is_flagged_never_met() -> None:
     header, row, note = table.splitlines()
     assert (header.split()[-1], row.split()[-1]) == ("status", "CAPPED")
     assert note.startswith("NOT within target: 1 cell(s)")
+
+
+def completed(value: Any) -> JobReturn:
+    ret = JobReturn(status=JobStatus.COMPLETED)
+    ret.return_value = value
+    return ret
+
+
+def test_each_kind_of_result_is_filed_as_what_it_is() -> None:
+    """A run made now and one recorded before give metrics (the latter from its Recorded), a repeat takes its
+    twin's, a failure counts failed, and a seed another live sweep runs is left to it: tried, not failed."""
+    sweep, cell = PrecisionSweep(metrics=["wait/mean"], relative_halfwidth=0.05), pr.Cell()
+    failed = JobReturn(status=JobStatus.FAILED)
+    failed.return_value = RuntimeError("boom")
+    results = [completed(RunOutcome({"wait/mean": 3.0}, {})),
+               completed(Recorded("finished in MLflow run r1", "r1", {"wait/mean": 5.0, "jobs": 9.0})),
+               completed(Recorded("same run as #0", same_as=0)), failed,
+               completed(Recorded("running in another sweep: s", elsewhere="s"))]
+    sweep._take({"c": cell}, [Job("c", seed) for seed in range(5)], results, first=0)
+    assert cell.results == {0: {"wait/mean": 3.0}, 1: {"wait/mean": 5.0}, 2: {"wait/mean": 3.0}}
+    assert cell.failed == {3} and cell.elsewhere == {4} and cell.tried == 5
 
 
 def test_failed_runs_are_counted_and_stop_the_cell() -> None:

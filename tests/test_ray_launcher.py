@@ -39,7 +39,7 @@ from sweeps.record import RunRecord, StoreLocation
 from sweeps.run import main
 from sweeps.task import RunOutcome
 from sweeps.tracking import Claim
-from tests.test_sweeps import RUN, SYNTH, runs
+from tests.test_sweeper import RUN, SYNTH, runs
 
 
 @pytest.fixture(scope="module", autouse=True)

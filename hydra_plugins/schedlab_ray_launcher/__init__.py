@@ -1,5 +1,6 @@
-"""A Hydra launcher that fans a multirun out on Ray (a local instance or an existing cluster).
+"""schedlab's sweeper and a Hydra launcher that fans a multirun out on Ray (a local instance or a cluster).
 
-Select it with ``hydra/launcher=ray``; see :mod:`.ray_launcher` for the options and
-:mod:`.hooks` for the driver-side hook that receives each run's result as it finishes.
+``hydra/sweeper=schedlab`` (:mod:`.sweeper`) plans each batch and hands the runs left to do to the
+launcher; ``hydra/launcher=ray`` (:mod:`.ray_launcher`) runs them, a :class:`.batch.Sink` taking each
+result as it finishes. The path of one run: ``docs/sweep-layer.md``.
 """

@@ -1,8 +1,8 @@
 """``hydra/sweeper=schedlab``: Hydra's basic sweeper that plans each batch and launches only what is left.
 
 :class:`SweepPlan` is the one planner of a sweep: it describes or composes each run through the
-composition cache (:class:`~._hydra.Composer`), has schedlab's :class:`sweeps.planner.Planner` (the
-sweeper's ``planner`` option, set by the recording callback) validate them and look the store up once,
+composition cache (:class:`sweeps._hydra.Composer`), has schedlab's :class:`sweeps.planner.Planner` (the
+sweeper's ``planner`` option, set by schedlab's Hydra callback) validate them and look the store up once,
 and hands the runs left to do to the launcher — the Ray launcher with itself as the sink that claims
 and records them, Hydra's basic launcher one run at a time. A run not launched comes back as a COMPLETED
 JobReturn whose value is a :class:`sweeps.planner.Recorded`. Without a planner every run is launched.

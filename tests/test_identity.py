@@ -28,7 +28,7 @@ from sweeps.identity import SIM_ROOT, CodeHasher, InputHasher, code_fingerprint,
 from sweeps.planner import Planner, group_choices, task_config
 from sweeps.tracking import MlflowStore
 from tests.conftest import REPO
-from tests.test_sweeps import ENV, RUN, runs, sqlite_uri
+from tests.test_sweeper import ENV, RUN, runs, sqlite_uri
 
 #: three jobs on a 16-node machine (SWF: id submit wait run procs cpu mem req_procs req_time …)
 TRACE = ("; MaxNodes: 16\n"

@@ -1,4 +1,4 @@
-"""Seeds of a deterministic workload are one run per cell; ad-hoc command lines get their own
+"""sweeps/planner.py: seeds of a deterministic workload are one run per cell; ad-hoc command lines get their own
 experiment; what the MLflow run list shows (names, params, the machine size used)."""
 
 from __future__ import annotations
@@ -15,8 +15,8 @@ from omegaconf import OmegaConf
 from hydra_plugins.schedlab_ray_launcher.batch import PlannedRun
 from sweeps.planner import ADHOC_EXPERIMENT, InvalidSweepError, Planner, adhoc, group_choices, run_name, task_config
 from tests.conftest import REPO
-from tests.test_resume_identity import EXPERIMENT, conf, drive, multirun_config, trace_runs, write_trace  # noqa: F401
-from tests.test_sweeps import SYNTH, runs, sqlite_uri, sweep
+from tests.test_identity import EXPERIMENT, conf, drive, multirun_config, trace_runs, write_trace  # noqa: F401
+from tests.test_sweeper import SYNTH, runs, sqlite_uri, sweep
 
 pytestmark = pytest.mark.usefixtures("conf")  # the real conf/, composed in this process
 

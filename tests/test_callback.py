@@ -1,4 +1,4 @@
-"""One recording path: every way of running records each run exactly once (sweeps/recording.py)."""
+"""sweeps/callback.py: every way of running records each run exactly once; what cannot be recorded is refused."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from tests.test_sweeps import ENV, RUN, SYNTH, runs, sqlite_uri, sweep
+from tests.test_sweeper import ENV, RUN, SYNTH, runs, sqlite_uri, sweep
 
 
 def single(cwd: Path, *overrides: str, multirun: bool = False) -> subprocess.CompletedProcess:
@@ -77,7 +77,7 @@ def test_zero_replications_is_one_message_before_anything_runs(tmp_path: Path) -
 
 def test_recorded_in_process_runs_are_not_simulated_again(tmp_path: Path) -> None:
     """A single run or a basic-launcher job the tracker skips never reaches the simulator."""
-    from tests.test_sweeps import REPO
+    from tests.test_sweeper import REPO
 
     strict = ("import runpy, sys; sys.path.insert(0, sys.argv.pop(1)); import sweeps.task as task\n"
               "def refuse(cfg): raise AssertionError('a recorded run was simulated again')\n"

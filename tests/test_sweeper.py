@@ -1,4 +1,4 @@
-"""End-to-end sweeps: real Hydra, real Ray, real MLflow, no mocks.
+"""The schedlab sweeper end to end (hydra_plugins/schedlab_ray_launcher/sweeper.py): real Hydra, Ray, MLflow, no mocks.
 
 Each sweep runs ``sweeps/run.py`` in a subprocess from ``tmp_path`` (its own SQLite store there),
 on small runs so the whole file stays around two minutes on two cores.
