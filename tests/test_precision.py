@@ -26,9 +26,9 @@ from hydra.plugins.sweeper import Sweeper
 from omegaconf import DictConfig, OmegaConf
 from scipy import stats
 
-from hydra_plugins.schedlab_precision_sweeper import rule as pr
 from hydra_plugins.schedlab_precision_sweeper._core import Job, PrecisionSweep
 from hydra_plugins.schedlab_precision_sweeper.precision_sweeper import PrecisionSweeper
+from sim import precision as pr
 from sim.workloads.synthetic import erlang_c_wait
 from sweeps.planner import Recorded, task_config
 from sweeps.task import RunOutcome, run_one

@@ -1,6 +1,6 @@
 """The precision sweeper's work: cells from the sweep axes, rounds of seeds, results as they come back.
 
-Each round launches, for every unsettled cell, the seeds :func:`.rule.judge` asks for, through
+Each round launches, for every unsettled cell, the seeds :func:`sim.precision.judge` asks for, through
 schedlab's sweep plan (:class:`~hydra_plugins.schedlab_ray_launcher.sweeper.SweepPlan`: the same planning,
 claiming and recording as ``hydra/sweeper=schedlab``, one Ray session for every round). A run's metrics are
 its :class:`sweeps.task.RunOutcome`, or, for a run recorded before, the metrics its
@@ -24,8 +24,8 @@ from hydra.errors import CompactHydraException
 from hydra.types import HydraContext, TaskFunction
 from omegaconf import DictConfig, OmegaConf
 
-from hydra_plugins.schedlab_precision_sweeper import rule as stats
 from hydra_plugins.schedlab_ray_launcher.sweeper import SweepPlan
+from sim import precision as stats
 from sim.core import InputError
 from sweeps import task
 from sweeps._hydra import job_error

@@ -28,7 +28,7 @@ REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO))
 
 from analysis.runs import load_runs  # noqa: E402
-from hydra_plugins.schedlab_precision_sweeper import rule as pr  # noqa: E402
+from sim import precision as pr  # noqa: E402
 from tests.bench._output import machine, write  # noqa: E402
 
 RUN = REPO / "sweeps" / "run.py"

@@ -1,8 +1,8 @@
 """Replications until the confidence interval is tight enough (Law & Kelton's sequential procedure).
 
-Pure statistics, no Hydra: the precision sweeper (:mod:`._core`) feeds each cell's per-seed results to
-:func:`judge` and runs the seeds it asks for; the half-width is :func:`sim.stats.t_half_width` (the
-project's one CI definition, which analysis's tables use too).
+Pure statistics, no Hydra: the precision sweeper (``hydra/sweeper=precision``) feeds each cell's per-seed
+results to :func:`judge` and runs the seeds it asks for; the half-width is :func:`sim.stats.t_half_width`
+(the project's one CI definition, which analysis's tables use too).
 
 A cell is one configuration; its replications are the seeds 0, 1, 2 … (common random numbers). It
 runs ``initial`` seeds, then ``batch`` more per round while some metric's half-width is above its
@@ -23,8 +23,8 @@ both finished (the relative bound is then relative to the mean difference); a ba
 the seeds its comparators need and is never judged on its own.
 """
 
-# No ``from __future__ import annotations``: Hydra's plugin scan executes this module outside sys.modules,
-# where dataclasses cannot resolve string annotations.
+from __future__ import annotations
+
 import json
 import math
 from collections.abc import Hashable, Mapping, Sequence
@@ -282,7 +282,7 @@ if __name__ == "__main__":
     import sys
 
     if len(sys.argv) != 2:
-        sys.exit("usage: python -m hydra_plugins.schedlab_precision_sweeper.rule MULTIRUN_DIR/precision.json")
+        sys.exit("usage: python -m sim.precision MULTIRUN_DIR/precision.json")
     try:
         found, used = load(Path(sys.argv[1]))
     except RuleError as exc:
