@@ -42,6 +42,14 @@ def test_unrecordable_launcher_is_refused_before_anything_runs(tmp_path: Path) -
     assert not (tmp_path / "mlflow.db").exists()
 
 
+def test_a_sweeper_that_does_not_plan_is_refused_before_anything_runs(tmp_path: Path) -> None:
+    """Hydra's basic sweeper would launch every run, recorded or not: schedlab refuses it."""
+    proc = sweep(tmp_path, *SYNTH, "hydra/sweeper=basic", "seed=1", check=False)
+    assert proc.returncode != 0 and "Traceback" not in proc.stderr
+    assert "cannot record runs of hydra/sweeper=basic" in proc.stderr and "hydra/sweeper=schedlab" in proc.stderr
+    assert not (tmp_path / "mlflow.db").exists()
+
+
 def test_single_run_bad_value_is_one_message(tmp_path: Path) -> None:
     for bad in ("seed=abc", "workload.arrival_rate=-1"):
         proc = single(tmp_path, bad)
