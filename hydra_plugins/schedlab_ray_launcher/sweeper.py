@@ -67,10 +67,11 @@ class SweepPlan:
                 self.planner.finish()
 
     def planned(self, overrides: Sequence[str], idx: int) -> PlannedRun:
-        """One run: described as plain data when the cache can (composed by the worker), else composed now."""
+        """One run: described as plain data when the cache can (composed by the worker, which checks it), else
+        composed now; for Hydra's basic launcher, which composes each run itself, composed as it does."""
         build = functools.partial(self._compose, list(overrides), idx)
         run = PlannedRun(idx, list(overrides), build=build)
-        described = self.composer.describe(run.overrides)
+        described = self.composer.describe(run.overrides) if self.on_ray else None
         if described is not None:
             run.plain, run.choices, run.recipe = described
         else:
@@ -80,7 +81,9 @@ class SweepPlan:
         return run
 
     def _compose(self, overrides: list[str], idx: int) -> DictConfig:
-        return finish(self.composer.compose(overrides), idx, self.sweep_dir)
+        cfg = (self.composer.compose(overrides) if self.on_ray
+               else self.composer.loader.load_sweep_config(self.config, overrides))  # the basic launcher's compose
+        return finish(cfg, idx, self.sweep_dir)
 
     def decide(self, runs: list[PlannedRun]) -> list[Optional[Recorded]]:  # noqa: UP045
         """The planner's decision per run (``None``: run it); every run invalid → nothing runs."""
