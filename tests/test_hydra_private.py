@@ -277,10 +277,11 @@ def test_every_launched_run_is_hydras_compose_field_by_field(loader: ConfigLoade
 
 
 def sweep_plan(loader: ConfigLoader, cfg: DictConfig, folder: Path) -> SweepPlan:
-    """The sweeper's plan over ``loader`` (no launcher: nothing is launched here)."""
+    """The sweeper's plan over ``loader`` for the Ray launcher (a stand-in: nothing is launched here)."""
     with open_dict(cfg):
         cfg.hydra.sweep.dir = str(folder)
-    return SweepPlan(HydraContext(config_loader=loader, callbacks=None), cfg, mock.Mock(spec=[]), Planner())
+    ray = mock.Mock(spec=["run", "preflight", "close"])  # what the plan hands described runs to
+    return SweepPlan(HydraContext(config_loader=loader, callbacks=None), cfg, ray, Planner())
 
 
 def test_a_worker_refuses_a_config_that_differs_from_the_planned_one(loader: ConfigLoader, tmp_path: Path) -> None:
@@ -332,3 +333,14 @@ def test_number_overrides_take_the_fast_path() -> None:
         with mock.patch.object(_hydra._PARSER, "parse_overrides", wraps=_hydra._PARSER.parse_overrides) as slow:
             parse_override(text)
         assert slow.call_count == 1, text
+
+
+def test_for_the_basic_launcher_a_run_is_planned_from_hydras_own_compose(loader: ConfigLoader, tmp_path: Path) -> None:
+    """Hydra's basic launcher composes each run itself, unchecked: its plan is that compose, never a description."""
+    cfg, job = master(loader), ["policy=easy", "seed=3"]
+    with open_dict(cfg):
+        cfg.hydra.sweep.dir = str(tmp_path)
+    plan = SweepPlan(HydraContext(config_loader=loader, callbacks=None), cfg, mock.Mock(spec=["launch"]), Planner())
+    with mock.patch.object(plan.composer, "describe", side_effect=AssertionError("described")):
+        run = plan.planned(job, 0)
+    assert run.recipe is None and run.plain == reference_task(loader, cfg, job, 0)
