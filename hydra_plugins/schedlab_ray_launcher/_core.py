@@ -267,9 +267,7 @@ def _execute(shared: list[ray.ObjectRef], job: bytes, base: list[ray.ObjectRef],
     if ret.status == JobStatus.COMPLETED:
         report.value = ret.return_value
     else:
-        exc = job_error(ret)
-        report.status, report.error = "FAILED", one_line(exc)
-        report.traceback = "".join(traceback.format_exception(exc))
+        failed(report, job_error(ret))
         ret.return_value = RuntimeError(report.error)  # tracebacks do not cross processes
     if record is not None:
         try:
@@ -289,6 +287,12 @@ def _check_planned(cfg: DictConfig, plain: dict[str, Any]) -> None:
                       != json.dumps(plain.get(k), sort_keys=True, default=str))
         raise RuntimeError(f"the composed config differs from the one the driver planned the run with "
                            f"(keys {', '.join(keys)}): not run; a bug of the composition cache, please report it")
+
+
+def failed(report: RunReport, exc: BaseException) -> None:
+    """Mark ``report`` FAILED by ``exc``: its one-line error and its traceback."""
+    report.status, report.error = "FAILED", one_line(exc)
+    report.traceback = "".join(traceback.format_exception(exc))
 
 
 def one_line(exc: BaseException) -> str:

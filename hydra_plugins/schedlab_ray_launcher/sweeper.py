@@ -13,7 +13,6 @@ No ``from __future__ import annotations`` here: OmegaConf reads these dataclass 
 import functools
 import socket
 import time
-import traceback
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -140,7 +139,7 @@ class SweepPlan:
 
     def _in_process(self, todo: list[PlannedRun], stats: SweepStats, returns: dict[int, JobReturn]) -> None:
         """Hydra's basic launcher, one run at a time: each claimed before it runs, recorded when it ends."""
-        from hydra_plugins.schedlab_ray_launcher._core import skipped_return
+        from hydra_plugins.schedlab_ray_launcher._core import failed, skipped_return
 
         tic = time.perf_counter()
         try:
@@ -157,9 +156,7 @@ class SweepPlan:
                 if ret.status == JobStatus.COMPLETED:
                     report.value = ret.return_value
                 else:
-                    exc = job_error(ret)
-                    report.status, report.error = "FAILED", f"{type(exc).__name__}: {exc}".strip().splitlines()[0]
-                    report.traceback = "".join(traceback.format_exception(exc))
+                    failed(report, job_error(ret))
                     stats.failures.append(report)
                 if self.planner is not None:
                     self.on_result(report)
