@@ -113,23 +113,23 @@ class SchedlabCallback(Callback):
         if self.planner is None:
             return
         planner, label = self.planner, " ".join(job_return.overrides or []) or "(defaults)"
+        error = None
         if job_return.status == JobStatus.COMPLETED:
             outcome = job_return.return_value
             planner.record(0, "FINISHED", outcome, None, None, socket.gethostname(), time.time())
             print(f"{label}: " + ", ".join(f"{k}={v:.6g}" for k, v in outcome.summary.items()))
         else:
             exc = job_error(job_return)
-            planner.record(0, "FAILED", None, f"{type(exc).__name__}: {exc}", "".join(traceback.format_exception(exc)),
-                           socket.gethostname(), time.time())
+            error = f"{type(exc).__name__}: {exc}"
+            planner.record(0, "FAILED", None, error, "".join(traceback.format_exception(exc)), socket.gethostname(),
+                           time.time())
         recorded = planner.store is not None and 0 in planner.run_ids
         if recorded:
             print(f"MLflow run {planner.run_ids[0]} in {planner.store.uri} (experiment {planner.experiment_name!r})")
-        if job_return.status != JobStatus.COMPLETED:
+        if error is not None:
             self.on_run_end(config)
-            exc = job_error(job_return)
-            error = f"{type(exc).__name__}: {exc}".strip()
             where = "recorded as a FAILED run with its traceback.txt" if recorded else "not recorded"
-            abort(f"the run failed: {error.splitlines()[0]} ({where})", code=1)
+            abort(f"the run failed: {error.strip().splitlines()[0]} ({where})", code=1)
 
     def on_run_end(self, config: DictConfig, **kwargs: Any) -> None:
         if self.planner is not None:
