@@ -26,16 +26,32 @@ import os
 import socket
 import threading
 import time
-from dataclasses import dataclass
+from collections.abc import Callable
+from dataclasses import dataclass, field
 from functools import cache
 from typing import Any
 
-from sweeps.tracking import TAG, MlflowStore
+from sweeps.tracking import TAG, Claim, MlflowStore
 
 BEAT_SECONDS = 15.0
 DEAD_AFTER_SECONDS = 90.0
 SWEEP_TAG = f"{TAG}sweep."
 CLAIM_TAGS = (f"{TAG}claim.sweep", f"{TAG}claim.host", f"{TAG}claim.pid", f"{TAG}claim.started")
+
+
+@dataclass(frozen=True)
+class Recorded:
+    """A planned run that is not run here, and why: finished before (in MLflow run ``run_id``, with its
+    ``metrics``), the same run as run ``same_as`` of this sweep, or running in sweep ``elsewhere``."""
+
+    reason: str
+    run_id: str | None = None
+    metrics: dict[str, float] = field(default_factory=dict)
+    same_as: int | None = None
+    elsewhere: str | None = None
+
+    def __str__(self) -> str:
+        return self.reason
 
 
 def process_started(pid: int) -> str | None:
@@ -101,6 +117,36 @@ def alive(run: Any, beats: dict[str, str], now: float) -> bool:
 def claim_order(run: Any) -> tuple[int, str]:
     """Among live claims of one key the least (start time, run id) wins."""
     return run.info.start_time, run.info.run_id
+
+
+def claim_run(store: MlflowStore, key: str, tags: dict[str, str], run_name: str,
+              reusable: Callable[[list[Any]], list[Any]]) -> Claim | Recorded:
+    """Claim the run with key ``key`` (``tags``: its identity and claimant tags): create it RUNNING, then look
+    again. Another sweep finished it meanwhile (``reusable`` picks the FINISHED runs that stand for it) or
+    holds an earlier live claim: the new claim is withdrawn and the run is :class:`Recorded`. A claim of this
+    same sweep (keys are unique within a sweep) is an earlier attempt of this run, a Ray retry after its
+    worker died: it is taken over, and a record already written into it is kept."""
+    claim = store.claim(tags, run_name)
+    others = [r for r in store.runs_by_key(key).get(key, []) if r.info.run_id != claim.run_id]
+    mine = [r for r in others if r.data.tags.get(CLAIM_TAGS[0]) == tags[CLAIM_TAGS[0]] and r.info.status != "KILLED"]
+    if mine:  # its record, if written, is left as it is (RunRecord.write)
+        store.withdraw(claim.run_id)
+        earlier = min(mine, key=claim_order).info
+        return Claim(earlier.run_id, earlier.artifact_uri, earlier.start_time)
+    done = reusable([r for r in others if r.info.status == "FINISHED"])
+    if done:
+        store.withdraw(claim.run_id)
+        return Recorded(f"finished in MLflow run {done[0].info.run_id} (by another sweep)", done[0].info.run_id,
+                        dict(done[0].data.metrics))
+    rivals = [r for r in others if r.info.status == "RUNNING"]
+    if rivals:
+        beats, now = store.sweeps(), time.time()
+        earlier = [r for r in rivals if alive(r, beats, now) and claim_order(r) < (claim.start_time, claim.run_id)]
+        if earlier:
+            store.withdraw(claim.run_id)
+            owner = min(earlier, key=claim_order).data.tags.get(CLAIM_TAGS[0], "?")
+            return Recorded(f"running in another sweep: {owner}", elsewhere=owner)
+    return claim
 
 
 class Heartbeat:

@@ -26,7 +26,6 @@ import time
 import uuid
 from collections import Counter
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
 from datetime import datetime
 from functools import cache
 from pathlib import Path
@@ -39,7 +38,7 @@ from omegaconf import DictConfig, ListConfig, OmegaConf
 
 from sim.core import InputError
 from sweeps import task
-from sweeps.claims import CLAIM_TAGS, Claimant, Heartbeat, alive, claim_order, stale_sweeps
+from sweeps.claims import CLAIM_TAGS, Claimant, Heartbeat, Recorded, alive, claim_run, stale_sweeps
 from sweeps.identity import REUSE, CodeHasher, Fingerprint, InputHasher, changed_files, own_package
 from sweeps.record import (
     CODE_FILES_TAG,
@@ -48,6 +47,7 @@ from sweeps.record import (
     INPUTS_TAG,
     RunRecord,
     StoreLocation,
+    reusable,
     run_params,
     targets,
 )
@@ -60,21 +60,6 @@ ADHOC_EXPERIMENT = "schedlab-adhoc"
 
 class InvalidSweepError(CompactHydraException):
     """A run of the sweep is invalid: nothing was run (Hydra prints only the message)."""
-
-
-@dataclass(frozen=True)
-class Recorded:
-    """A planned run that is not run here, and why: finished before (in MLflow run ``run_id``, with its
-    ``metrics``), the same run as run ``same_as`` of this sweep, or running in sweep ``elsewhere``."""
-
-    reason: str
-    run_id: str | None = None
-    metrics: dict[str, float] = field(default_factory=dict)
-    same_as: int | None = None
-    elsewhere: str | None = None
-
-    def __str__(self) -> str:
-        return self.reason
 
 
 class Run(Protocol):
@@ -149,6 +134,7 @@ class Planner:
         self.killed: set[str] = set()
         self.changed_inputs: Counter[str] = Counter()  # files runs read with other contents than planned
         self.heartbeat: Heartbeat | None = None
+        self.workers_claim = False  # Ray workers claim their runs as they start (see claim_on_workers)
 
     def validate(self, config: DictConfig, runs: Sequence[Run]) -> None:
         """Check every run (raises :class:`InvalidSweepError` naming each problem and the runs it hits)."""
@@ -203,7 +189,11 @@ class Planner:
 
     def on_result(self, index: int, report: Any) -> None:
         """Run ``index`` ended (a report with ``status``, ``value``, ``error``, ``traceback``, ``node_id``,
-        ``node_ip``, ``end_time`` and ``recorded``: the MLflow run id when its worker wrote the record)."""
+        ``node_ip``, ``end_time`` and ``recorded``: the MLflow run id when its worker wrote the record; status
+        ``SKIPPED``: its worker found it claimed or finished by another sweep, ``value`` says which)."""
+        if report.status == "SKIPPED":
+            self.count_elsewhere(report.value)
+            return
         outcome = report.value if report.status == "FINISHED" else None
         if report.recorded is not None:
             self.recorded(index, outcome, report.recorded)
@@ -223,13 +213,24 @@ class Planner:
     def close(self) -> None:
         """Claims of runs never recorded are marked KILLED (a later sweep, even in this process, runs
         them), and the heartbeat stops."""
-        if self.store is not None:
-            for index, claim in self.claims.items():
-                if index not in self.run_ids and self.store.status(claim.run_id) == "RUNNING":
-                    self.store.mark_killed(claim.run_id)
+        if self.store is not None and (self.claims or self.workers_claim):
+            for run_id in self.store.running(CLAIM_TAGS[0], self.sweep_id):
+                self.store.mark_killed(run_id)
         if self.heartbeat is not None:
             self.heartbeat.stop()
             self.heartbeat = None
+
+    def claim_on_workers(self, local_ray: bool) -> None:
+        """Let the Ray workers claim their runs as they start when every worker sees the store (a tracking
+        server, or SQLite beside a local Ray instance): the driver's CPU then goes to planning."""
+        if self.store is not None and (local_ray or self.store.uri.startswith(("http://", "https://"))):
+            self.workers_claim = True
+            self.start_heartbeat()
+
+    def start_heartbeat(self) -> None:
+        if self.heartbeat is None and self.store is not None:
+            self.heartbeat = Heartbeat(self.store, Claimant.this(self.sweep_id))
+            self.heartbeat.start()
 
     def configure(self, config: DictConfig) -> None:
         """Read the sweep's own config (with its ``hydra`` node): swept factors and experiment."""
@@ -321,38 +322,25 @@ class Planner:
         Nothing to claim when nothing is recorded (``tracking=none``)."""
         if self.store is None or index in self.claims:
             return None
-        key, store = self.keys[index], self.store
-        claimant = Claimant.this(self.sweep_id)
-        claim = store.claim({**self.identity_tags(index), **claimant.tags()}, self.run_name(index))
-        if self.heartbeat is None:
-            self.heartbeat = Heartbeat(store, claimant)
-            self.heartbeat.start()
-        others = [r for r in store.runs_by_key(key).get(key, []) if r.info.run_id != claim.run_id]
-        done = self.reusable([r for r in others if r.info.status == "FINISHED"], index)
-        if done:
-            store.withdraw(claim.run_id)
-            return Recorded(f"finished in MLflow run {done[0].info.run_id} (by another sweep)", done[0].info.run_id,
-                            dict(done[0].data.metrics))
-        rivals = [r for r in others if r.info.status == "RUNNING"]
-        if rivals:
-            beats, now = store.sweeps(), time.time()
-            earlier = [r for r in rivals if alive(r, beats, now)
-                       and claim_order(r) < (claim.start_time, claim.run_id)]
-            if earlier:
-                store.withdraw(claim.run_id)
-                owner = min(earlier, key=claim_order).data.tags.get(CLAIM_TAGS[0], "?")
-                self.elsewhere[owner] += 1
-                return Recorded(f"running in another sweep: {owner}", elsewhere=owner)
-        self.claims[index] = claim
+        self.start_heartbeat()
+        sweep = self.cfgs[index].get("sweep") or {}
+        tags = self.identity_tags(index)
+        claimed = claim_run(self.store, self.keys[index], {**tags, **Claimant.this(self.sweep_id).tags()},
+                            self.run_name(index), lambda finished: reusable(finished, tags, sweep))
+        if isinstance(claimed, Recorded):
+            self.count_elsewhere(claimed)
+            return claimed
+        self.claims[index] = claimed
         return None
 
+    def count_elsewhere(self, recorded: Recorded) -> None:
+        if recorded.elsewhere is not None:
+            self.elsewhere[recorded.elsewhere] += 1
+
     def reusable(self, finished: list[Any], index: int) -> list[Any]:
-        """The FINISHED runs that stand for run ``index``: with ``sweep.reuse=same`` only those of today's
-        code and inputs, with ``any`` all of them; none with ``sweep.force=true``."""
-        sweep = self.cfgs[index].get("sweep") or {}
-        if sweep.get("force", False):
-            return []
-        return [r for r in finished if sweep.get("reuse", "same") == "any" or not self.changes(r, index)]
+        """The FINISHED runs that stand for run ``index`` (:func:`sweeps.record.reusable`)."""
+        tags = {CODE_TAG: self.code[index].digest, INPUTS_TAG: self.inputs[index].digest}
+        return reusable(finished, tags, self.cfgs[index].get("sweep") or {})
 
     def recorded_before(self, store: MlflowStore) -> dict[str, list[Any]]:
         """The store's runs by run key as the sweep found them: one search per store and experiment per sweep
@@ -408,7 +396,9 @@ class Planner:
     def record(self, index: int, status: str, outcome: task.RunOutcome | None, error: str | None,
                traceback: str | None, node: str, end: float, node_ip: str = "") -> None:
         """Log one ended run into its claim (on the driver: in-process runs, and Ray runs their worker could
-        not log)."""
+        not log, or that failed before their worker claimed them)."""
+        if self.store is not None and self.run_record(index).claim is None and self.claim(index) is not None:
+            return  # another sweep has it
         run_id = None if self.store is None else \
             self.run_record(index).write(status, outcome, error, traceback, node, end, node_ip)
         self.recorded(index, outcome, run_id)
@@ -442,15 +432,20 @@ class Planner:
                         seed=self.parts[index].workload.stochastic)
 
     def run_record(self, index: int) -> RunRecord:
-        """Everything the record of run ``index`` needs but its outcome (the run must be claimed): made once,
-        for its worker or, when that cannot reach the store, for the driver."""
+        """Everything the record of run ``index`` needs but its outcome (and, when its worker claims it, its
+        claim): made once, for its worker or, when that cannot reach the store, for the driver."""
         assert self.store is not None
-        if index not in self.records:
+        record = self.records.get(index)
+        if record is None:
             cfg, label = self.cfgs[index], self.labels[index]
             location = StoreLocation.of(self.store.uri, self.experiment_name, self.store.artifact_root)
-            self.records[index] = RunRecord(location, self.claims[index], cfg, self.identity_tags(index),
-                                            run_params(cfg, self.non_semantic(cfg), label))
-        return self.records[index]
+            record = self.records[index] = RunRecord(
+                location, self.claims.get(index), cfg, self.identity_tags(index),
+                run_params(cfg, self.non_semantic(cfg), label), Claimant.this(self.sweep_id).tags(),
+                self.run_name(index))
+        elif record.claim is None:
+            record.claim = self.claims.get(index)
+        return record
 
     @staticmethod
     def non_semantic(cfg: dict[str, Any]) -> tuple[str, ...]:

@@ -2,10 +2,12 @@
 
 The driver knows everything about a run's record except its outcome (run key, fingerprints, params,
 name) and claimed the run before it started (:mod:`sweeps.claims`: the MLflow run exists, RUNNING);
-the worker that ran it knows the outcome. A Ray worker on the driver's machine writes the
-record itself (the driver's CPU is then spent on planning, not on MLflow calls: ~40 ms per run, the
-limit of one driver); a worker elsewhere cannot see a SQLite store on the driver's disk, so it
-hands the outcome back and the driver writes the same record. Either way it is :meth:`RunRecord.write`.
+the worker that ran it knows the outcome. A Ray worker that sees the driver's store (a tracking server,
+or SQLite on the driver's machine) writes the record itself, and when every worker sees it (a tracking
+server, or a local Ray instance) also claims the run as it starts (:meth:`RunRecord.start`): the driver's
+CPU is then spent on planning, not on MLflow calls (~8 ms per claim, ~40 per record: the limit of one
+driver). A worker elsewhere cannot see a SQLite store on the driver's disk: the driver claims its run and
+writes the same record from the outcome handed back. Either way it is :meth:`RunRecord.write`.
 """
 
 from __future__ import annotations
@@ -13,10 +15,11 @@ from __future__ import annotations
 import os
 import socket
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import urlparse
 
+from sweeps.claims import Recorded, claim_run
 from sweeps.identity import Fingerprint, changed_files
 from sweeps.task import RunOutcome
 from sweeps.tracking import TAG, Claim, LoggedRun, open_store, semantic_config, to_yaml
@@ -60,17 +63,35 @@ def _file_id(uri: str) -> tuple[int, int] | None:
     return stat.st_dev, stat.st_ino
 
 
-@dataclass(frozen=True)
+@dataclass
 class RunRecord:
-    """A run's record before it ran: called on the worker with the run's report (``status``, ``value``,
-    ``error``, ``traceback``, ``node_id``, ``node_ip``, ``end_time``), it writes the record when the store
-    is :meth:`~StoreLocation.reachable` and returns the MLflow run id (else ``None``: the driver writes it)."""
+    """A run's record before it ran. On the worker, :meth:`start` claims the run unless the driver did, and
+    calling it with the run's report (``status``, ``value``, ``error``, ``traceback``, ``node_id``,
+    ``node_ip``, ``end_time``) writes the record when the store is :meth:`~StoreLocation.reachable` and
+    returns the MLflow run id (else ``None``: the driver writes it)."""
 
     store: StoreLocation
-    claim: Claim
+    claim: Claim | None  # None: claimed by start(), as the run starts
     cfg: dict[str, Any]
     tags: dict[str, str]
     params: dict[str, Any]
+    claimant: dict[str, str] = field(default_factory=dict)  # the claiming sweep's tags (sweeps.claims)
+    run_name: str = ""
+
+    def start(self) -> Recorded | None:
+        """Claim the run here unless the driver did: ``None`` to run it, else why another sweep has it."""
+        if self.claim is not None:
+            return None
+        if not self.store.reachable():
+            raise RuntimeError(f"this worker cannot reach the tracking store {self.store.uri} to claim the run")
+        store = open_store(self.store.uri, self.store.experiment_name, self.store.artifact_root)
+        sweep = self.cfg.get("sweep") or {}
+        claimed = claim_run(store, self.tags[f"{TAG}run_key"], {**self.tags, **self.claimant}, self.run_name,
+                            lambda finished: reusable(finished, self.tags, sweep))
+        if isinstance(claimed, Recorded):
+            return claimed
+        self.claim = claimed
+        return None
 
     def __call__(self, report: Any) -> str | None:
         if not self.store.reachable():
@@ -81,6 +102,7 @@ class RunRecord:
     def write(self, status: str, outcome: RunOutcome | None, error: str | None, traceback: str | None, node: str,
               end: float, node_ip: str = "") -> str:
         """Log the ended run into its claim; its MLflow run id."""
+        assert self.claim is not None, "a run is claimed before it is recorded"
         store = open_store(self.store.uri, self.store.experiment_name, self.store.artifact_root)
         tags = {**self.tags, f"{TAG}ray_node": node}
         if node_ip:
@@ -99,6 +121,15 @@ class RunRecord:
             params=params, tags=tags, metrics=metrics, status=status, end_time=end, config_yaml=to_yaml(self.cfg),
             tables=outcome.tables if outcome is not None else {}, files=outcome.files if outcome is not None else {},
             traceback=traceback), self.claim)
+
+
+def reusable(finished: list[Any], tags: dict[str, str], sweep: dict[str, Any]) -> list[Any]:
+    """The FINISHED runs that stand for a run with identity ``tags``: with ``sweep.reuse=same`` only those
+    of its code and inputs, with ``any`` all of them; none with ``sweep.force=true``."""
+    if sweep.get("force", False):
+        return []
+    return [r for r in finished if sweep.get("reuse", "same") == "any"
+            or all(r.data.tags.get(tag) == tags[tag] for tag in (CODE_TAG, INPUTS_TAG))]
 
 
 def read_inputs(planned: dict[str, str], read: dict[str, str]) -> dict[str, str]:

@@ -171,16 +171,23 @@ class MlflowStore:
     def runs_by_key(self, key: str | None = None) -> dict[str, list[Any]]:
         """Every run of the experiment that has a run key (or the key ``key``), grouped by key (one paged search)."""
         found: dict[str, list[Any]] = {}
+        for run in self._search(f"tags.`{TAG}run_key` = '{key}'" if key else f"tags.`{TAG}run_key` != ''"):
+            found.setdefault(run.data.tags[f"{TAG}run_key"], []).append(run)
+        return found
+
+    def running(self, tag: str, value: str) -> list[str]:
+        """The ids of the experiment's RUNNING runs whose tag ``tag`` is ``value``."""
+        return [run.info.run_id for run in self._search(f"tags.`{tag}` = '{value}' and attributes.status = 'RUNNING'")]
+
+    def _search(self, where: str) -> Iterator[Any]:
         token = None
-        where = f"tags.`{TAG}run_key` = '{key}'" if key else f"tags.`{TAG}run_key` != ''"
         while True:
             page = locked_retry(self.client.search_runs, [self.experiment_id], filter_string=where,
                                 max_results=1000, page_token=token)
-            for run in page:
-                found.setdefault(run.data.tags[f"{TAG}run_key"], []).append(run)
+            yield from page
             token = page.token
             if not token:
-                return found
+                return
 
     def mark_killed(self, run_id: str) -> None:
         locked_retry(self.client.set_terminated, run_id, status="KILLED")

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import pickle
 import signal
 import subprocess
 import sys
@@ -20,7 +21,7 @@ from hydra import compose
 from hydra.core.hydra_config import HydraConfig
 from mlflow.tracking import MlflowClient
 
-from sweeps.claims import CLAIM_TAGS, SWEEP_TAG
+from sweeps.claims import CLAIM_TAGS, SWEEP_TAG, Recorded
 from sweeps.planner import Planner, group_choices, task_config
 from tests.test_identity import EXPERIMENT, conf, trace_dir, trace_runs  # noqa: F401 (fixtures)
 from tests.test_sweeper import ENV, RUN, SMALL, descendants, kill_tree, mlflow_server, runs, sqlite_uri  # noqa: F401
@@ -110,6 +111,49 @@ def count_finished(db: Path) -> int:
         return 0
 
 
+def planned(overrides: list[str]) -> tuple[Recorded | None, Planner]:
+    """A new sweep's planner with one run planned (``overrides``): its decision and the planner."""
+    tracker = Planner(summary=False)
+    cfg = compose("config", overrides=overrides, return_hydra_config=True)
+    HydraConfig.instance().set_config(cfg)
+    tracker.configure(cfg)
+    plain = task_config(cfg)
+    tracker.check(0, plain, group_choices(cfg), overrides)
+    return tracker.plan([0])[0], tracker
+
+
+def test_a_worker_claims_its_run_as_it_starts_and_a_retry_takes_the_claim_over(
+        conf: None, trace_dir: Path) -> None:  # noqa: F811
+    """With a local Ray the workers claim (RunRecord.start): a Ray retry of the run takes over its own sweep's
+    claim (one MLflow run), another sweep's worker finds it claimed, and a claim never recorded is marked
+    KILLED when the sweep ends, so the next sweep runs it."""
+    uri = sqlite_uri(trace_dir)
+    [overrides] = trace_runs(trace_dir, policies=("easy",))
+    decision, tracker = planned(overrides)
+    assert decision is None and tracker.store is not None
+    tracker.claim_on_workers(local_ray=True)
+    record = tracker.recorder(0)
+    assert record is not None and record.claim is None  # not claimed on the driver
+    first, retry = pickle.loads(pickle.dumps(record)), pickle.loads(pickle.dumps(record))  # as workers get it
+    assert first.start() is None and first.claim is not None
+    assert retry.start() is None and retry.claim == first.claim
+    key = tracker.keys[0]
+    assert [r.info.run_id for r in tracker.store.runs_by_key(key)[key]] == [first.claim.run_id]
+    assert MlflowClient(uri).get_run(first.claim.run_id).data.tags[CLAIM_TAGS[0]] == tracker.sweep_id
+
+    _, other = planned(overrides)  # a second sweep, its decision taken before the claim was seen
+    other.claim_on_workers(local_ray=True)
+    skipped = other.recorder(0).start()
+    assert skipped is not None and skipped.elsewhere == tracker.sweep_id
+    other.close()
+
+    tracker.close()  # the sweep ended before the run was recorded
+    assert MlflowClient(uri).get_run(first.claim.run_id).info.status == "KILLED"
+    decision, again = planned(overrides)
+    assert decision is None  # the next sweep runs it
+    again.close()
+
+
 def test_a_claim_elsewhere_is_skipped_while_its_sweep_beats_and_taken_over_after(
         conf: None, trace_dir: Path) -> None:  # noqa: F811
     """A RUNNING run claimed by a sweep on another host: skipped while that sweep's heartbeat is fresh,
@@ -117,14 +161,8 @@ def test_a_claim_elsewhere_is_skipped_while_its_sweep_beats_and_taken_over_after
     uri = sqlite_uri(trace_dir)
     [overrides] = trace_runs(trace_dir, policies=("easy",))
 
-    def plan() -> tuple[str | None, Planner]:
-        tracker = Planner(summary=False)
-        cfg = compose("config", overrides=overrides, return_hydra_config=True)
-        HydraConfig.instance().set_config(cfg)
-        tracker.configure(cfg)
-        plain = task_config(cfg)
-        tracker.check(0, plain, group_choices(cfg), overrides)
-        return tracker.plan({0: plain})[0], tracker
+    def plan() -> tuple[Recorded | None, Planner]:
+        return planned(overrides)
 
     _, tracker = plan()  # opens the store; claim as the other host would
     assert tracker.store is not None

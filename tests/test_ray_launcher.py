@@ -219,10 +219,27 @@ def test_a_worker_on_another_machine_hands_its_record_to_the_driver(
 
     version.setbase("1.3")
     monkeypatch.setattr(StoreLocation, "of", on_another_host)
+    # the driver claims, as when Ray is a cluster (a local instance's workers claim: they see the store)
+    monkeypatch.setattr(Planner, "claim_on_workers", lambda self, local_ray: None)
     schedlab_sweep(hydra_sweep_runner, tmp_path, "ray_mlflow")
     found = recorded(tmp_path)
     assert len(found) == 2 and {r.info.status for r in found} == {"FINISHED"}
     assert all("schedlab.code" in r.data.tags and r.data.metrics["jobs"] == 300 for r in found)
+
+
+def test_a_worker_that_cannot_claim_fails_its_run_saying_why(
+        hydra_sweep_runner: TSweepRunner, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Workers that should claim but cannot see the store: each run FAILED (recorded by the driver), the error
+    naming the store, not Ray's wrapper."""
+    elsewhere = StoreLocation.of
+    version.setbase("1.3")
+    monkeypatch.setattr(StoreLocation, "of", lambda *args: dataclasses.replace(elsewhere(*args), host="another"))
+    with pytest.raises(CompactHydraException, match="2 of 2 runs failed"):  # RunFailedError as Hydra loaded it
+        schedlab_sweep(hydra_sweep_runner, tmp_path, "ray_mlflow")
+    found = recorded(tmp_path)
+    assert len(found) == 2 and {r.info.status for r in found} == {"FAILED"}
+    assert all(r.data.tags["schedlab.error"].startswith("RuntimeError: this worker cannot reach the tracking store")
+               for r in found)
 
 
 def test_store_locations(tmp_path: Path) -> None:

@@ -169,7 +169,10 @@ def run(options: dict[str, Any], task_function: TaskFunction, hydra_context: Hyd
                 slot_seconds += report.seconds
                 _record(sink, report, stats)  # counted done only once the sink has recorded it
                 returns[run.index] = ret
-                if report.status == "FINISHED":
+                if report.status == "SKIPPED":  # its worker found it claimed or finished by another sweep
+                    returns[run.index] = skipped_return(run, report.value, config)
+                    stats.skipped += 1
+                elif report.status == "FINISHED":
                     stats.done += 1
                 else:
                     stats.failed += 1
@@ -211,10 +214,10 @@ def _collect(ref: ray.ObjectRef, run: PlannedRun) -> tuple[RunReport, JobReturn]
     """Turn a finished Ray task (or its death after all retries) into a report and a JobReturn."""
     try:
         report, ret = ray.get(ref)
-    except Exception as e:  # the worker died max_retries + 1 times, or the result could not be unpickled
-        now = time.time()
-        report = RunReport(run=run, status="FAILED", error=one_line(e), traceback=str(e), start_time=now,
-                           end_time=now)
+    except Exception as e:  # raised outside the task function, the worker died max_retries + 1 times, …
+        now, cause = time.time(), getattr(e, "cause", None)  # a RayTaskError's first line names only the task
+        report = RunReport(run=run, status="FAILED", error=one_line(cause if isinstance(cause, Exception) else e),
+                           traceback=str(e), start_time=now, end_time=now)
         ret = JobReturn(status=JobStatus.FAILED)
         ret.return_value = e
     report.run = run
@@ -243,8 +246,8 @@ def _execute(shared: list[ray.ObjectRef], job: bytes, base: list[ray.ObjectRef],
 
     ``job`` pickles the run's composed config, or the :class:`Recipe` that composes it here from its
     shape's composition (``base``, fetched once per worker like the task function and Hydra's global
-    state in ``shared``), its index, its recorder and the plain config the driver planned it with
-    (checked before it runs).
+    state in ``shared``), its index, its recorder (whose ``start()`` may skip the run) and the plain
+    config the driver planned it with (checked before it runs).
     """
     task_function, callbacks, state, master = _fetch(shared[0])
     config_or_recipe, index, record, plain = pickle.loads(job)
@@ -256,6 +259,9 @@ def _execute(shared: list[ray.ObjectRef], job: bytes, base: list[ray.ObjectRef],
         cfg = config_or_recipe
     if plain is not None:
         _check_planned(cfg, plain)
+    instead = record.start() if record is not None else None
+    if instead is not None:
+        return RunReport(run=None, status="SKIPPED", value=instead), JobReturn(status=JobStatus.COMPLETED)
     ctx = ray.get_runtime_context()
     start, tic = time.time(), time.perf_counter()
     ret = run_job(hydra_context=HydraContext(config_loader=None, callbacks=callbacks), task_function=task_function,

@@ -57,7 +57,7 @@ class RunReport:
     """What the driver learns when a run ends (``value``: the task function's return value)."""
 
     run: PlannedRun | None  # None on the worker
-    status: str  # "FINISHED" or "FAILED"
+    status: str  # "FINISHED", "FAILED" or "SKIPPED" (``value``: why)
     value: Any = None
     error: str | None = None
     traceback: str | None = None
@@ -96,9 +96,11 @@ class Sink(Protocol):
         """``None`` to start ``run`` now, else what its JobReturn returns instead (it is counted skipped:
         e.g. another sweep claimed it meanwhile)."""
 
-    def recorder(self, run: PlannedRun) -> Callable[[RunReport], Any] | None:
-        """A picklable callable the worker calls with the run's report once it ended (it writes the record
-        there); what it returns reaches :meth:`on_result` as ``report.recorded``."""
+    def recorder(self, run: PlannedRun) -> Any:
+        """A picklable callable or ``None``. The worker calls its ``start()`` before the run (``None`` to run
+        it, else what its JobReturn returns instead: the run is reported ``SKIPPED``, counted skipped), and
+        calls it with the run's report once it ended (it writes the record there); what that returns
+        reaches :meth:`on_result` as ``report.recorded``."""
 
     def on_result(self, report: RunReport) -> None:
-        """``report.run`` ended (in completion order); raising stops the sweep."""
+        """``report.run`` ended or was skipped by its worker (in completion order); raising stops the sweep."""

@@ -125,6 +125,8 @@ class SweepPlan:
             if todo and self.on_ray:
                 runtime_env = self.planner.runtime_env() if self.planner is not None else {}
                 sink = self if self.planner is not None else None
+                if self.planner is not None:
+                    self.planner.claim_on_workers(local_ray=self.launcher.options.get("address", "local") == "local")
                 self.launcher.run(todo, sink, stats, returns, timings, base=self.composer.base,
                                   runtime_env=runtime_env)
             elif todo:
@@ -170,7 +172,7 @@ class SweepPlan:
 
     # -- the Sink the Ray launcher records through -------------------------------------------------
     def start(self, run: PlannedRun) -> Optional[Recorded]:  # noqa: UP045
-        return self.planner.claim(run.index)
+        return None if self.planner.workers_claim else self.planner.claim(run.index)
 
     def recorder(self, run: PlannedRun) -> Any:
         return self.planner.recorder(run.index)
