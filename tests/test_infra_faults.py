@@ -20,6 +20,7 @@ from pathlib import Path
 import pytest
 from mlflow.tracking import MlflowClient
 
+from hydra_plugins.schedlab_ray_launcher._checks import cgroup_quota, usable_cpus
 from tests.test_sweeper import (  # noqa: F401 (two_node_cluster: a fixture)
     ENV,
     RUN,
@@ -61,17 +62,61 @@ def test_unreachable_address(tmp_path: Path) -> None:
 
 
 def test_more_cpus_per_run_than_the_machine(tmp_path: Path) -> None:
-    cpus = os.cpu_count() or 1
+    cpus = usable_cpus().count
     wanted = max(64, cpus + 1)
     fails_fast(tmp_path, f"hydra.launcher.num_cpus={wanted}",
                message=f"hydra.launcher.num_cpus={wanted}: each run would reserve {wanted} CPUs but the local Ray "
-                       f"instance has {cpus}, all of this machine's; set hydra.launcher.num_cpus to at most {cpus}")
+                       f"instance has {cpus}, all this process may use; set hydra.launcher.num_cpus to at most {cpus}")
 
 
 def test_local_instance_larger_than_the_machine(tmp_path: Path) -> None:
-    cpus = os.cpu_count() or 1
+    cpus = usable_cpus().count
     fails_fast(tmp_path, f"hydra.launcher.local.num_cpus={cpus * 32}",
-               message=f"hydra.launcher.local.num_cpus={cpus * 32}: expected 1 to {cpus} (this machine's CPUs)")
+               message=f"hydra.launcher.local.num_cpus={cpus * 32}: expected 1 to {cpus} "
+                       "(the CPUs this process may use)")
+
+
+@pytest.mark.skipif(len(os.sched_getaffinity(0)) < 2, reason="needs two CPUs to pin the sweep to one of them")
+def test_a_sweep_pinned_to_one_cpu_starts_a_one_cpu_ray_and_says_so(tmp_path: Path) -> None:
+    """``taskset -c N`` (as a SLURM allocation's cpuset): the local Ray gets the one CPU, not the machine's."""
+    cpu = min(os.sched_getaffinity(0))
+    proc = subprocess.run(["taskset", "-c", str(cpu), sys.executable, str(RUN), "-m", *SMALL, "policy=easy", "seed=0",
+                           "tracking=none", "hydra.launcher.progress=false"], cwd=tmp_path, env=ENV,
+                          capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    machine = os.cpu_count()
+    assert (f"starting a local Ray instance (1 CPU: the CPUs it may run on (its CPU affinity: taskset, a SLURM "
+            f"allocation) of the machine's {machine})") in proc.stdout
+    assert "1 done" in proc.stdout
+    refused = subprocess.run(["taskset", "-c", str(cpu), sys.executable, str(RUN), "-m", *SMALL, "policy=easy",
+                              "tracking=none", "hydra.launcher.local.num_cpus=2"], cwd=tmp_path, env=ENV,
+                             capture_output=True, text=True, timeout=120)
+    assert refused.returncode != 0
+    assert "hydra.launcher.local.num_cpus=2: expected 1 to 1 (the CPUs this process may use)" in refused.stderr
+
+
+def test_a_cgroup_cpu_quota_caps_the_cpus(tmp_path: Path) -> None:
+    """cgroup v2 ``cpu.max`` and v1 ``cpu.cfs_quota_us``, on the process's cgroup or an ancestor; the tightest
+    wins, rounded down, at least 1; no quota ("max", -1) leaves the affinity."""
+    v2 = tmp_path / "v2"
+    (v2 / "slurm" / "job_7").mkdir(parents=True)
+    (v2 / "slurm" / "cpu.max").write_text("250000 100000\n")  # 2.5 CPUs on an ancestor
+    (v2 / "slurm" / "job_7" / "cpu.max").write_text("max 100000\n")
+    (tmp_path / "v2.cgroup").write_text("0::/slurm/job_7\n")
+    assert cgroup_quota(v2, tmp_path / "v2.cgroup") == 2.5
+    v1 = tmp_path / "v1"
+    (v1 / "cpu,cpuacct" / "docker" / "c1").mkdir(parents=True)
+    (v1 / "cpu,cpuacct" / "docker" / "c1" / "cpu.cfs_quota_us").write_text("50000\n")
+    (v1 / "cpu,cpuacct" / "docker" / "c1" / "cpu.cfs_period_us").write_text("100000\n")
+    (v1 / "cpu,cpuacct" / "cpu.cfs_quota_us").write_text("-1\n")
+    (v1 / "cpu,cpuacct" / "cpu.cfs_period_us").write_text("100000\n")
+    (tmp_path / "v1.cgroup").write_text("4:memory:/docker/c1\n3:cpu,cpuacct:/docker/c1\n")
+    assert cgroup_quota(v1, tmp_path / "v1.cgroup") == 0.5
+    half = usable_cpus(v1, tmp_path / "v1.cgroup")
+    assert half.count == 1 and "cgroup's CPU quota (0.5 CPUs)" in str(half)
+    (tmp_path / "none.cgroup").write_text("0::/\n")
+    assert cgroup_quota(tmp_path, tmp_path / "none.cgroup") is None
+    assert usable_cpus(tmp_path, tmp_path / "none.cgroup").count == len(os.sched_getaffinity(0))
 
 
 def test_auto_address_without_a_cluster(tmp_path: Path) -> None:

@@ -8,6 +8,8 @@ for a cluster that is not there (it retries for minutes) or for CPUs no node has
 import os
 import socket
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from hydra_plugins.schedlab_ray_launcher.batch import SweepAbortedError
@@ -18,17 +20,83 @@ PROBE_SECONDS = 3.0
 HEAD_HINT = "start one with `ray start --head --port=6379` and pass its HOST:PORT, or use hydra.launcher.address=local"
 
 
-def machine_cpus() -> int:
-    """CPUs of this machine (what a local Ray instance gets when ``local.num_cpus`` is null)."""
-    return os.cpu_count() or 1
+@dataclass(frozen=True)
+class UsableCpus:
+    """The CPUs this process may run on (what a local Ray instance gets when ``local.num_cpus`` is null),
+    and what limits them below the machine's when something does."""
+
+    count: int
+    limit: str = ""  # e.g. "its CPU affinity (taskset, a SLURM allocation)"
+
+    def __str__(self) -> str:
+        machine = os.cpu_count() or 1
+        cpus = f"{self.count} CPU{'s' if self.count != 1 else ''}"
+        return f"{cpus}: {self.limit} of the machine's {machine}" if self.limit else cpus
+
+
+def usable_cpus(cgroup_root: Path = Path("/sys/fs/cgroup"), proc_cgroup: Path = Path("/proc/self/cgroup")
+                ) -> UsableCpus:
+    """The CPUs this process may use: its affinity mask (``taskset``, the cpuset of a SLURM allocation or a
+    container), capped by the CPU quota of its cgroup (``docker --cpus``, SLURM with ConstrainCores off but a
+    quota), rounded down, at least 1 — not the node's core count, which would oversubscribe the allocation
+    and distort every wall-clock metric."""
+    machine = os.cpu_count() or 1
+    affinity = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else machine
+    quota = cgroup_quota(cgroup_root, proc_cgroup)
+    if quota is not None and int(quota) < affinity:
+        return UsableCpus(max(1, int(quota)), f"its cgroup's CPU quota ({quota:g} CPUs)")
+    if affinity < machine:
+        return UsableCpus(affinity, "the CPUs it may run on (its CPU affinity: taskset, a SLURM allocation)")
+    return UsableCpus(affinity)
+
+
+def cgroup_quota(root: Path, proc_cgroup: Path) -> float | None:
+    """The tightest CPU quota (in CPUs) on this process's cgroup or an ancestor: ``cpu.max`` of cgroup v2,
+    ``cpu.cfs_quota_us`` / ``cpu.cfs_period_us`` of v1; ``None`` when there is none or it cannot be read."""
+    try:
+        lines = proc_cgroup.read_text().splitlines()
+    except OSError:
+        return None
+    quotas = []
+    for line in lines:
+        _, controllers, path = line.split(":", 2)
+        if controllers == "":  # v2: one hierarchy
+            folders, read = _ancestors(root, path), _v2_quota
+        elif "cpu" in controllers.split(","):
+            folders, read = _ancestors(root / controllers, path), _v1_quota
+        else:
+            continue
+        quotas += [q for folder in folders if (q := read(folder)) is not None]
+    return min(quotas, default=None)
+
+
+def _ancestors(base: Path, path: str) -> list[Path]:
+    parts = [p for p in path.split("/") if p]
+    return [base.joinpath(*parts[:i]) for i in range(len(parts), -1, -1)]
+
+
+def _v2_quota(folder: Path) -> float | None:
+    try:
+        quota, period = (folder / "cpu.max").read_text().split()
+        return None if quota == "max" else int(quota) / int(period)
+    except (OSError, ValueError):
+        return None
+
+
+def _v1_quota(folder: Path) -> float | None:
+    try:
+        quota = int((folder / "cpu.cfs_quota_us").read_text())
+        return None if quota < 0 else quota / int((folder / "cpu.cfs_period_us").read_text())
+    except (OSError, ValueError):
+        return None
 
 
 def check_options(options: Mapping[str, Any], cpus: int) -> None:
-    """Refuse option values Ray would reject or never satisfy; ``cpus``: this machine's CPUs.
+    """Refuse option values Ray would reject or never satisfy; ``cpus``: the CPUs this process may use.
 
-    A local Ray instance may not have more CPUs than the machine (oversubscribed runs would slow one
-    another down and distort their timings), and one run may not reserve more CPUs than the Ray
-    instance it would run on has (Ray would wait forever for them).
+    A local Ray instance may not have more CPUs than this process may use (oversubscribed runs would
+    slow one another down and distort their timings), and one run may not reserve more CPUs than the
+    Ray instance it would run on has (Ray would wait forever for them).
 
     >>> try:
     ...     check_options({"max_retries": -5}, cpus=2)
@@ -55,13 +123,13 @@ def check_options(options: Mapping[str, Any], cpus: int) -> None:
         return
     local_cpus = _get(options, "local.num_cpus")
     if local_cpus is not None and (not _is_int(local_cpus) or not 1 <= local_cpus <= cpus):
-        refuse("local.num_cpus", f"expected 1 to {cpus} (this machine's CPUs), or null for all of them")
+        refuse("local.num_cpus", f"expected 1 to {cpus} (the CPUs this process may use), or null for all of them")
     store = _get(options, "local.object_store_memory")
     if store is not None and (not _is_int(store) or store < MIN_OBJECT_STORE):
         refuse("local.object_store_memory", f"expected bytes >= {MIN_OBJECT_STORE} (Ray's minimum), or null")
     instance = local_cpus or cpus
     if per_run > instance:
-        size = f"{instance} (hydra.launcher.local.num_cpus)" if local_cpus else f"{instance}, all of this machine's"
+        size = f"{instance} (hydra.launcher.local.num_cpus)" if local_cpus else f"{instance}, all this process may use"
         raise SweepAbortedError(
             f"hydra.launcher.num_cpus={_show(per_run)}: each run would reserve {_show(per_run)} CPUs but the local "
             f"Ray instance has {size}; set hydra.launcher.num_cpus to at most {instance}; nothing was run")

@@ -50,7 +50,7 @@ def failed_error(stats: SweepStats) -> RunFailedError:
 def preflight(options: dict[str, Any]) -> str | None:
     """Check the launcher options; the reachable ``HOST:PORT`` of the cluster to join, ``None`` for a
     local instance (or a Ray this process already runs)."""
-    _checks.check_options(options, _checks.machine_cpus())
+    _checks.check_options(options, _checks.usable_cpus().count)
     address = str(options.get("address") or "local")
     if ray.is_initialized() or address == "local":
         return None
@@ -77,8 +77,10 @@ def connect(options: dict[str, Any], address: str | None, runtime_env: dict[str,
     extra.setdefault("logging_level", logging.WARNING)
     if address is None:
         local = dict(options.get("local") or {})
-        num_cpus = local.pop("num_cpus", None) or _checks.machine_cpus()
-        print(f"starting a local Ray instance ({num_cpus} CPU{'s' if num_cpus != 1 else ''})…", flush=True)
+        num_cpus = local.pop("num_cpus", None)
+        size = f"{num_cpus} CPU{'s' if num_cpus != 1 else ''}" if num_cpus else str(_checks.usable_cpus())
+        num_cpus = num_cpus or _checks.usable_cpus().count
+        print(f"starting a local Ray instance ({size})…", flush=True)
         context = _init("could not start a local Ray instance", address="local", num_cpus=num_cpus,
                         **{k: v for k, v in local.items() if v is not None}, **extra)
         global _REAPER

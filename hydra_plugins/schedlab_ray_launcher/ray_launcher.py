@@ -21,7 +21,7 @@ from omegaconf import DictConfig
 class RayLocalConf:
     """Options for the Ray instance the launcher starts itself (``address: local`` only)."""
 
-    num_cpus: Optional[int] = None  # None: every core of this machine; more is refused  # noqa: UP045
+    num_cpus: Optional[int] = None  # None: every CPU this process may use (affinity, cgroup quota); more is refused  # noqa: UP045
     object_store_memory: Optional[int] = None  # bytes; None: Ray's default  # noqa: UP045
     include_dashboard: bool = False
 
