@@ -99,6 +99,13 @@ def _check_sqlite(uri: str) -> None:
     write-protected file read-only without complaint; only a write tells)."""
     path = Path(uri.removeprefix("sqlite:///").split("?", 1)[0])
     _check_folder(path.parent, uri, create=False)  # SQLite writes its journal beside the file
+    shared = network_filesystem(path.parent)
+    if shared is not None:
+        print(f"warning: the SQLite store {path} lies on a network filesystem ({shared}), where SQLite's file "
+              f"locking is unreliable: concurrent writers (Ray workers, two sweeps) can fail with 'database is "
+              f"locked' or corrupt it; on a cluster use a tracking server (tracking=server "
+              f"tracking.uri=http://HOST:5000, `mlflow server` on the head node), or a store on a local disk",
+              flush=True)
     if not path.exists():
         _probe_create(path.parent, uri)
         return
@@ -116,6 +123,30 @@ def _check_sqlite(uri: str) -> None:
             return
         raise StoreUnusableError(f"cannot record to {uri}: {path} is not writable ({error}); make it writable "
                                  f"(chmod u+w {path}) or {ELSEWHERE}; nothing was run") from None
+
+
+#: filesystem types whose locking SQLite cannot rely on (NFS, Lustre, GPFS, SMB, Ceph, Gluster, BeeGFS, sshfs …)
+NETWORK_FS = ("nfs", "nfs4", "lustre", "gpfs", "cifs", "smb3", "smbfs", "ceph", "glusterfs", "fuse.glusterfs",
+              "beegfs", "fuse.sshfs", "9p", "afs", "panfs", "orangefs", "fuse.cephfs", "wekafs")
+
+
+MOUNT_TABLE = Path("/proc/self/mountinfo")
+
+
+def network_filesystem(folder: Path) -> str | None:
+    """``"TYPE at MOUNT POINT"`` when ``folder`` lies on a network filesystem (its longest-matching mount in
+    the mount table), else ``None`` (also when the table cannot be read)."""
+    try:
+        table = MOUNT_TABLE.read_text().splitlines()
+    except OSError:
+        return None
+    target, best = str(folder.resolve()), ("", "")
+    for line in table:
+        fields, _, rest = line.partition(" - ")
+        point = fields.split()[4].replace("\\040", " ")
+        if (target == point or target.startswith(point.rstrip("/") + "/")) and len(point) >= len(best[0]):
+            best = (point, rest.split()[0])
+    return f"{best[1]} at {best[0]}" if best[1] in NETWORK_FS else None
 
 
 def _probe_create(folder: Path, uri: str) -> None:

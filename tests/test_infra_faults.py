@@ -21,6 +21,7 @@ import pytest
 from mlflow.tracking import MlflowClient
 
 from hydra_plugins.schedlab_ray_launcher._checks import cgroup_quota, usable_cpus
+from sweeps import preflight
 from tests.test_sweeper import (  # noqa: F401 (two_node_cluster: a fixture)
     ENV,
     RUN,
@@ -217,6 +218,25 @@ def test_read_only_store(tmp_path: Path) -> None:
         out = fails_fast(tmp_path, message=f"cannot record to {sqlite_uri(tmp_path)}: {db} is not writable")
     assert "tracking=none" in out and db.read_bytes() == before
     assert runs(sqlite_uri(tmp_path), "schedlab-adhoc") == []
+
+
+def test_a_sqlite_store_on_a_network_filesystem_is_warned_about(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture) -> None:
+    """The mount table says where a SQLite store lies: on NFS (or Lustre, GPFS …) a warning naming the server
+    option comes before anything runs; on a local disk nothing is said."""
+    shared = tmp_path / "shared space"
+    (shared / "sub").mkdir(parents=True)
+    real = Path("/proc/self/mountinfo").read_text()
+    table = tmp_path / "mountinfo"
+    table.write_text(real + f"99 27 0:99 / {str(shared).replace(' ', chr(92) + '040')} rw - nfs4 head:/export rw\n")
+    monkeypatch.setattr(preflight, "MOUNT_TABLE", table)
+    preflight.check_store(f"sqlite:///{shared}/sub/mlflow.db")
+    out = capsys.readouterr().out
+    assert out.startswith(f"warning: the SQLite store {shared}/sub/mlflow.db lies on a network filesystem "
+                          f"(nfs4 at {shared})")
+    assert "tracking=server tracking.uri=http://HOST:5000" in out
+    preflight.check_store(f"sqlite:///{tmp_path}/mlflow.db")  # beside it, not on it
+    assert preflight.network_filesystem(tmp_path) is None and capsys.readouterr().out == ""
 
 
 def test_negative_max_retries(tmp_path: Path) -> None:
