@@ -6,7 +6,7 @@ STAMP  := $(VENV)/.installed-stamp
 BENCH_OUT ?= bench-results
 
 .DEFAULT_GOAL := help
-.PHONY: help install test test-slow run bench lint report paper clean
+.PHONY: help install test test-slow test-slurm run bench lint report paper clean
 
 help: ## show this help
 	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z_-]+:.*## / {printf "  \033[36m%-10s\033[0m %s\n", $$1, $$2}' $(MAKEFILE_LIST)
@@ -19,11 +19,14 @@ $(STAMP): pyproject.toml
 
 install: $(STAMP) ## create .venv and install schedlab with its dev tools (only what is missing)
 
-test: $(STAMP) ## run the whole test suite (fast; slow checks are behind -m slow)
-	$(PY) -m pytest -q -m "not slow"
+test: $(STAMP) ## run the whole test suite (fast; slow checks are behind -m slow, SLURM behind make test-slurm)
+	$(PY) -m pytest -q -m "not slow and not slurm"
 
 test-slow: $(STAMP) ## run only the slow checks
 	$(PY) -m pytest -q -m slow
+
+test-slurm: $(STAMP) ## the SLURM recipe on a real one-node SLURM on loopback (root; installs slurm-wlm, munge)
+	$(PY) -m pytest -q -m slurm tests/test_slurm.py
 
 run: $(STAMP) ## run the default demo sweep (local Ray, SQLite MLflow) and print its summary
 	$(PY) sweeps/run.py -m
