@@ -367,3 +367,36 @@ def test_store_calls_wait_out_a_locked_sqlite_and_nothing_else(tmp_path: Path) -
     tracking.MlflowStore(sqlite_uri(tmp_path), "x")
     with contextlib.closing(sqlite3.connect(tmp_path / "mlflow.db")) as db:
         assert db.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+
+
+def test_a_sweep_submitted_with_ray_job_submit_records_its_runs(tmp_path: Path) -> None:
+    """``ray job submit`` to a ``ray start --head`` on 127.0.0.1 (the job API through its dashboard): the job's
+    driver joins that cluster (``hydra.launcher.address=auto``: the job's RAY_ADDRESS) and records its runs."""
+    temp_dir = tempfile.mkdtemp(prefix="rj", dir="/tmp")
+    port, dashboard = free_port(), free_port()
+    ray = str(Path(sys.executable).parent / "ray")
+    try:
+        subprocess.run([ray, "start", "--head", "--port", str(port), "--include-dashboard=true",
+                        "--dashboard-host", "127.0.0.1", "--dashboard-port", str(dashboard), "--num-cpus", "2",
+                        "--dashboard-agent-listen-port", str(free_port()),  # the default 52365 may be taken
+                        "--object-store-memory", "80000000", "--temp-dir", temp_dir, "--disable-usage-stats"],
+                       env=ENV, check=True, capture_output=True, timeout=120)
+        command = (f"cd {REPO} && {sys.executable} sweeps/run.py -m {' '.join(SMALL)} {' '.join(SYNTH)} "
+                   f"policy=easy,fcfs seed=0 hydra.launcher.address=auto hydra.launcher.progress=false "
+                   f"tracking.uri=sqlite:///{tmp_path}/mlflow.db tracking.artifact_root={tmp_path}/mlartifacts "
+                   f"hydra.sweep.dir={tmp_path}/multirun")
+        for _ in range(30):  # the job agent comes up after the head: "No available agent" until then
+            job = subprocess.run([ray, "job", "submit", "--address", f"http://127.0.0.1:{dashboard}", "--",
+                                  "bash", "-c", command], env=ENV, capture_output=True, text=True, timeout=600)
+            if "No available agent" not in job.stderr:
+                break
+            time.sleep(2)
+        assert job.returncode == 0 and "succeeded" in job.stdout, job.stdout[-3000:] + job.stderr[-2000:]
+        assert "connecting to Ray at" in job.stdout and "2 done, 0 failed" in job.stdout, job.stdout[-3000:]
+    finally:
+        for pid, (_, cmdline) in processes().items():  # ours alone: they carry our temp dir
+            if temp_dir in cmdline:
+                with contextlib.suppress(OSError):
+                    os.kill(pid, signal.SIGKILL)
+    found = runs(sqlite_uri(tmp_path))
+    assert len(found) == 2 and {r.info.status for r in found} == {"FINISHED"}
