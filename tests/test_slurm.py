@@ -82,6 +82,19 @@ def test_a_sweep_submitted_with_sbatch_records_every_run_once(slurm: dict[str, s
     assert not subprocess.run(["pgrep", "-f", f"/tmp/ray-[^ ]*-{job}( |/|$)"], capture_output=True).stdout
 
 
+def test_a_sweep_with_the_jobs_own_tracking_server(slurm: dict[str, str], tmp_path: Path) -> None:
+    """SCHEDLAB_TRACKING=server: the job starts ``mlflow server`` on its head node over SCHEDLAB_STORE and the
+    sweep records through it (every worker claims and writes its own runs); the server ends with the job."""
+    job = submit({**slurm, "SCHEDLAB_TRACKING": "server"}, tmp_path, "sweep", "-m", *TINY, "policy=easy,fcfs",
+                 "seed=0", "experiment_name=slurm-server", f"hydra.sweep.dir={tmp_path}/multirun")
+    assert wait_for(slurm, job) == "COMPLETED", (tmp_path / f"{job}.out").read_text()[-4000:]
+    log = (tmp_path / f"{job}.out").read_text()
+    assert "recording to the MLflow server http://" in log and "2 runs — 2 done, 0 failed" in log
+    keys = finished_once(tmp_path, "slurm-server")  # the server's backend store, read directly
+    assert len(keys) == 2 and set(keys.values()) == {1}
+    assert not subprocess.run(["pgrep", "-f", f"mlflow server .*{tmp_path}"], capture_output=True).stdout
+
+
 def test_a_cancelled_job_resubmitted_loses_and_doubles_nothing(slurm: dict[str, str], tmp_path: Path) -> None:
     """scancel mid-sweep (the driver and its Ray die with the job); the same command resubmitted skips the
     finished runs, takes over the dead job's claims and runs the rest: every key FINISHED exactly once."""
