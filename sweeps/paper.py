@@ -107,6 +107,8 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    for signum in (signal.SIGTERM, signal.SIGHUP):  # a cancelled job stops its sweep as Ctrl-C does
+    # a cancelled job stops its sweep as Ctrl-C does; SIGINT too when started with it ignored (a background
+    # command of a script): the sweeps it starts then get Python's Ctrl-C handling back
+    for signum in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
         signal.signal(signum, signal.default_int_handler)
     sys.exit(main())

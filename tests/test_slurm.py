@@ -40,10 +40,13 @@ def slurm(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, str]]:
         subprocess.run([str(LOCAL), "stop", str(folder)], timeout=120)
 
 
-def submit(env: dict[str, str], store: Path, *args: str) -> str:
-    """``sbatch schedlab.sbatch ARGS`` from the repository, recording into ``store``; the job id."""
+def submit(env: dict[str, str], store: Path, *args: str, sbatch_first: bool = False) -> str:
+    """``sbatch schedlab.sbatch ARGS`` from the repository, recording into ``store`` (``sbatch_first``: the
+    arguments up to the mode are sbatch's own); the job id."""
+    options = list(args[:args.index("sweep")]) if sbatch_first else []
+    args = args[len(options):]
     out = subprocess.run(["sbatch", "--parsable", f"--chdir={REPO}", f"--output={store}/%j.out",
-                          f"--export=ALL,SCHEDLAB_STORE={store}", str(SBATCH), *args],
+                          f"--export=ALL,SCHEDLAB_STORE={store}", *options, str(SBATCH), *args],
                          env=env, capture_output=True, text=True, timeout=60, check=True).stdout
     return out.strip().split(";")[0]
 
@@ -131,3 +134,24 @@ def finished_once_loose(store: Path) -> set[str]:
     except sqlite3.Error:  # not created yet
         return set()
     return {key for (key,) in rows}
+
+
+def test_a_job_at_its_time_limit_stops_its_sweep_cleanly_and_a_resubmission_finishes_it(
+        slurm: dict[str, str], tmp_path: Path) -> None:
+    """``--signal=B:INT@…`` before the time limit reaches the sweep as a Ctrl-C (the script forwards it):
+    the sweep records what finished and stops; the same command resubmitted does the rest, once each."""
+    sweep = ["sweep", "-m", *SMALL, "workload.jobs=5000", "workload.arrival_rate=0.01", "policy=easy,conservative",
+             "seed=range(0,150)", "hydra.launcher.progress=false", "experiment_name=slurm-limit",
+             f"hydra.sweep.dir={tmp_path}/multirun"]
+    # a 5-minute job signalled 210 s before its end, i.e. ~90 s in (SLURM checks limits about once a minute):
+    # the sweep (~300 s of runs here) is mid-way
+    job = submit(slurm, tmp_path, "--time=5", "--signal=B:INT@210", *sweep, sbatch_first=True)
+    wait_for(slurm, job)
+    log = (tmp_path / f"{job}.out").read_text()
+    assert "sweep interrupted" in log and "rerun the same command to resume" in log, log[-3000:]
+    first = int(log.split("sweep interrupted")[1].split(" done")[0].rsplit(" ", 1)[1])
+    again = submit(slurm, tmp_path, *sweep)
+    assert wait_for(slurm, again) == "COMPLETED", (tmp_path / f"{again}.out").read_text()[-4000:]
+    assert f"300 runs — {300 - first} done, 0 failed, {first} skipped" in (tmp_path / f"{again}.out").read_text()
+    keys = finished_once(tmp_path, "slurm-limit")
+    assert len(keys) == 300 and set(keys.values()) == {1}

@@ -12,6 +12,10 @@ cpus=${3:-$(nproc)}
 conf=$dir/slurm.conf
 
 stop() {
+  if [[ -f $conf ]] && SLURM_CONF=$conf squeue -h >/dev/null 2>&1; then  # jobs first: their steps outlive slurmd
+    SLURM_CONF=$conf squeue -h -o %i | xargs -r env SLURM_CONF="$conf" scancel
+    for _ in $(seq 30); do [[ -z $(SLURM_CONF=$conf squeue -h 2>/dev/null) ]] && break; sleep 1; done
+  fi
   for name in slurmd slurmctld; do
     [[ -f $dir/$name.pid ]] && kill "$(cat "$dir/$name.pid")" 2>/dev/null || true
   done
