@@ -78,8 +78,11 @@ def connect(options: dict[str, Any], address: str | None, runtime_env: dict[str,
     if address is None:
         local = dict(options.get("local") or {})
         num_cpus = local.pop("num_cpus", None)
-        size = f"{num_cpus} CPU{'s' if num_cpus != 1 else ''}" if num_cpus else str(_checks.usable_cpus())
-        num_cpus = num_cpus or _checks.usable_cpus().count
+        if num_cpus:
+            size = f"{num_cpus} CPU{'s' if num_cpus != 1 else ''}"
+        else:
+            usable = _checks.usable_cpus()
+            num_cpus, size = usable.count, str(usable)
         print(f"starting a local Ray instance ({size})…", flush=True)
         context = _init("could not start a local Ray instance", address="local", num_cpus=num_cpus,
                         **{k: v for k, v in local.items() if v is not None}, **extra)
@@ -170,9 +173,9 @@ def run(options: dict[str, Any], task_function: TaskFunction, hydra_context: Hyd
                 report, ret = _collect(ref, run)
                 slot_seconds += report.seconds
                 _record(sink, report, stats)  # counted done only once the sink has recorded it
-                returns[run.index] = ret
-                if report.status == "SKIPPED":  # its worker found it claimed or finished by another sweep
-                    returns[run.index] = skipped_return(run, report.value, config)
+                skipped = report.status == "SKIPPED"  # its worker found it claimed or finished by another sweep
+                returns[run.index] = skipped_return(run, report.value, config) if skipped else ret
+                if skipped:
                     stats.skipped += 1
                 elif report.status == "FINISHED":
                     stats.done += 1
