@@ -345,7 +345,6 @@ def test_an_export_keeps_every_run_so_filters_are_refused(paper: Path, tmp_path:
 COMMITTED = REPO / "docs" / "paper" / "runs.parquet"
 
 
-@pytest.mark.skipif(not COMMITTED.exists(), reason="docs/paper/runs.parquet is written by the next full regeneration")
 def test_the_committed_export_rebuilds_the_committed_table(tmp_path: Path) -> None:
     """The runs behind docs/paper, kept as data, give its tables without MLflow: caption (code fingerprint) and all."""
     assert COMMITTED.stat().st_size < 5_000_000
