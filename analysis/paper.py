@@ -193,7 +193,7 @@ def cells(result: TableResult) -> pd.DataFrame:
     """The table in the paper's shape: one row per factor level, ``(metric, config)`` columns,
     each cell ``ours ± CI (n=…) · paper …`` (``paper —`` where the paper gives no value)."""
     table, summary, published = result.table, result.summary, result.table.published
-    configs = list(dict.fromkeys([*published["config"], *sorted(summary[COLUMN].unique())]))
+    configs = result.configs
     ours = {(level_key(r[table.rows]) if table.rows else "all", r[COLUMN], r["metric"]): r
             for _, r in summary.iterrows()}
     paper = {(level_key(r["row"]) if table.rows else "all", r["config"], r["metric"]): r

@@ -35,7 +35,7 @@ def draw(result: TableResult, path: Path) -> Path:
 def figure(result: TableResult) -> plt.Figure:
     """The table's figure: one panel per metric, titled with the table and :func:`sample_line`."""
     table, summary, published = result.table, result.summary, result.table.published
-    configs = list(dict.fromkeys([*published["config"], *sorted(summary[COLUMN].unique())]))
+    configs = result.configs
     colours = {c: plt.get_cmap("tab10")(i % 10) for i, c in enumerate(configs)}
     levels = sorted({float(v) for v in [*summary[table.rows].tolist(), *published["row"].astype(float).tolist()]})
     series = {c: tuple(map(tuple, published[published["config"] == c][["row", "metric", "mean"]].to_numpy()))

@@ -53,6 +53,15 @@ class TableResult:
     def rows(self) -> list[str]:
         return [self.table.rows] if self.table.rows else []
 
+    @property
+    def configs(self) -> list[str]:
+        """The table's columns: the published configurations, then ours. A calibration variant shows
+        only the configurations it ran (once it ran any): it was fitted and compared under those, and
+        the others' published values belong to the table it calibrates."""
+        ours = sorted(self.summary[COLUMN].unique()) if len(self.summary) else []
+        every = list(dict.fromkeys([*self.table.published["config"], *ours]))
+        return [c for c in every if c in ours] if self.table.calibrates and ours else every
+
 
 def tidy(result: TableResult) -> pd.DataFrame:
     """Ours and the paper's numbers side by side, one line per cell and metric (our units)."""
@@ -60,7 +69,9 @@ def tidy(result: TableResult) -> pd.DataFrame:
     ours = result.summary.rename(columns={COLUMN: "config"})
     ours = ours.assign(row=ours[rows[0]].map(level_key) if rows else "all")
     ours = ours[["row", "config", "metric", "mean", "half_width", "n"]]
-    published = result.table.published.assign(row=lambda f: f["row"].map(level_key) if rows else "all")
+    published = result.table.published
+    published = published[published["config"].isin(result.configs)]
+    published = published.assign(row=lambda f: f["row"].map(level_key) if rows else "all")
     published = published.rename(columns={"mean": "paper_mean", "halfwidth": "paper_halfwidth"})
     return ours.merge(published[["row", "config", "metric", "paper_mean", "paper_halfwidth", "source"]],
                       on=["row", "config", "metric"], how="outer")

@@ -10,7 +10,7 @@ import pytest
 
 from analysis import AnalysisError
 from analysis.calibration import calibration, write_calibration
-from analysis.paper_result import TableResult
+from analysis.paper_result import TableResult, tidy
 from analysis.paper_spec import PaperTable, read_table
 from analysis.stats import COLUMN
 
@@ -60,3 +60,14 @@ def test_a_bad_calibrates_block_is_one_line(tmp_path: Path) -> None:
                     " calibrates: {fit_row: 1}}\n")
     with pytest.raises(AnalysisError, match=r"paper\.calibrates: expected"):
         read_table(path, tmp_path)
+
+
+def test_a_calibration_variant_shows_only_the_columns_it_ran() -> None:
+    """The variant ran the sub-deadline column only: no ``not run`` column for the deadline trigger,
+    whose published value belongs to the calibrated table (which keeps it)."""
+    ran = {(1.0, "pd/subdeadline", T): (100.5, 1.0)}
+    fitted = result("ligofit_lambda", 54, ran, calibrates="ligo_lambda", fit_row=2.0)
+    assert fitted.configs == ["pd/subdeadline"]
+    assert set(tidy(fitted)["config"]) == {"pd/subdeadline"}
+    assert result("ligo_lambda", 50, ran).configs == ["pd/subdeadline", "pd/deadline"]
+    assert result("ligofit_lambda", 54, {}, calibrates="ligo_lambda").configs == ["pd/subdeadline", "pd/deadline"]
