@@ -15,9 +15,9 @@ from sim.engine import simulate
 from sim.invariants import check_schedule
 from sim.policies import policy_from_conf
 from sim.policies.mrcp import INSTALL_HINT, MrcpPolicy, cp_model
+from sim.workflows.budget import alone_schedule, schedule_length
 from sim.workflows.mapreduce import MapReduceShape, mapreduce, mapreduce_stream
 from sim.workflows.metrics import completions
-from sim.workflows.stream import set_r
 from tests.conftest import REPO
 from tests.rmdcwf_cases import simulate_workflows, starts, workflow
 
@@ -56,7 +56,7 @@ def test_mapreduce_defaults_meet_the_papers_load_and_turnaround_targets() -> Non
         maps = dag.names.count("map")
         assert all(dag.parents[t] == tuple(range(maps)) for t in range(maps, len(dag.names)))
         work.append(sum(dag.runtimes))
-        length.append(set_r(dag.runtimes, dag.parents, 50, 2, 0.0))
+        length.append(schedule_length(alone_schedule(dag.runtimes, dag.parents, 50, 2, 0.0), 0.0))
         assert length[-1] == max(dag.runtimes[:maps]) + max(dag.runtimes[maps:])
     assert statistics.fmean(work) == pytest.approx(4000, rel=0.03)
     assert 0.02 * statistics.fmean(work) / 100 == pytest.approx(0.8, abs=0.025)

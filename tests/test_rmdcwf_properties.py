@@ -13,7 +13,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from sim.core import Workflow
-from sim.workflows.budget import alone_schedule
+from sim.workflows.budget import alone_schedule, schedule_length
 from sim.workflows.metrics import completions, workflow_table
 from tests.rmdcwf_cases import simulate_workflows, workflow
 
@@ -33,7 +33,8 @@ def streams(draw: st.DrawFn) -> tuple[list[Workflow], int, int]:
         tasks = [(draw(st.integers(0, 6)), tuple(draw(st.sets(st.integers(0, i - 1), max_size=2)) if i else ()))
                  for i in range(n)]
         start = arrival + draw(st.integers(0, 5))
-        set_r = max(alone_schedule([float(e) for e, _ in tasks], [list(p) for _, p in tasks], m, c, start)) - start
+        alone = alone_schedule([float(e) for e, _ in tasks], [list(p) for _, p in tasks], m, c, start)
+        set_r = schedule_length(alone, start)
         deadline = math.ceil(start + set_r * draw(st.floats(0.5, 3.0)))  # some impossible, some loose
         wfs.append(workflow(wf_id, tasks, float(deadline), float(arrival), float(start)))
     return wfs, m, c

@@ -33,11 +33,20 @@ def mapping_order(runtimes: Sequence[float], sub_deadlines: Sequence[float] | No
 def alone_schedule(runtimes: Sequence[float], parents: Sequence[Sequence[int]], machines: int, slots: int,
                    start: float) -> list[float]:
     """Planned completion of each task when the workflow is list-scheduled (TSP1, best fit) alone
-    on an empty ``machines`` × ``slots`` system from ``start``; SET^R = max − start."""
+    on an empty ``machines`` × ``slots`` system from ``start`` (SET^R: :func:`schedule_length`)."""
     placed = map_tasks(Calendar(machines, slots), range(len(runtimes)), runtimes, parents,
                        mapping_order(runtimes), start)
     assert placed is not None
     return [placed[t].end for t in range(len(runtimes))]
+
+
+def schedule_length(finish: Sequence[float], start: float) -> float:
+    """A schedule's length from its task completions: SET^R for :func:`alone_schedule`'s (0 without tasks).
+
+    >>> schedule_length([15.0, 18.0, 17.0], 10.0), schedule_length([], 10.0)
+    (8.0, 0.0)
+    """
+    return max(finish, default=start) - start
 
 
 def laxity(deadline: float, start: float, set_length: float) -> float:

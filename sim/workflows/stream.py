@@ -21,17 +21,11 @@ from dataclasses import dataclass
 import numpy as np
 
 from sim.core import InputError, Job, Workflow, Workload
-from sim.workflows.budget import alone_schedule
+from sim.workflows.budget import alone_schedule, schedule_length
 from sim.workflows.dag import critical_path, topological_order
 from sim.workflows.generators import GENERATORS, Dag
 from sim.workflows.limits import MAX_SECONDS, MAX_TASKS, check_size, check_time
 from sim.workloads.errors import check_rate, time_error
-
-
-def set_r(runtimes: Sequence[float], parents: Sequence[Sequence[int]], machines: int, slots: int,
-          start: float) -> float:
-    """SET^R: the workflow's length list-scheduled alone on an empty machines × slots system."""
-    return max(alone_schedule(runtimes, parents, machines, slots, start), default=start) - start
 
 
 def make_workflow(wid: int, first_task: int, arrival: float, earliest_start: float, deadline: float,
@@ -53,7 +47,7 @@ def make_workflow(wid: int, first_task: int, arrival: float, earliest_start: flo
     tasks = tuple(Job(first_task + t, float(arrival), (1,), float(e), float(e), workflow=wid,
                       parents=tuple(first_task + p for p in parents[t])) for t, e in enumerate(runtimes))
     return Workflow(wid, float(arrival), float(earliest_start), float(deadline), tasks,
-                    set_r=max(alone, default=earliest_start) - earliest_start, work=float(sum(runtimes)),
+                    set_r=schedule_length(alone, earliest_start), work=float(sum(runtimes)),
                     critical_path=critical_path(runtimes, parents), kind=kind, alone_finish=tuple(alone),
                     alone_shape=(machines, slots))
 
@@ -104,9 +98,9 @@ class OpenStream:
             where = f"{self.source}: workflow {j}"
             check_size(len(dag.runtimes), self.machines, self.slots, where)  # before SET^R, the first use of its size
             alone = alone_schedule(dag.runtimes, dag.parents, self.machines, self.slots, start)
-            length = max(alone, default=start) - start  # SET^R
-            wf = make_workflow(j, first, at, start, math.ceil(start + length * float(self.em[j])), dag.runtimes,
-                               dag.parents, self.machines, self.slots, kind=self.kind, where=where, alone=alone)
+            deadline = math.ceil(start + schedule_length(alone, start) * float(self.em[j]))  # SET^R · em
+            wf = make_workflow(j, first, at, start, deadline, dag.runtimes, dag.parents, self.machines, self.slots,
+                               kind=self.kind, where=where, alone=alone)
             first += len(wf.tasks)
             yield wf
 
