@@ -38,7 +38,7 @@ from omegaconf import DictConfig, ListConfig, OmegaConf
 
 from sim.core import InputError
 from sweeps import task
-from sweeps.claims import CLAIM_TAGS, Claimant, Heartbeat, Recorded, alive, claim_run, stale_sweeps
+from sweeps.claims import CLAIM_TAGS, Claimant, Heartbeat, Recorded, alive, stale_sweeps
 from sweeps.identity import REUSE, CodeHasher, Fingerprint, InputHasher, changed_files, own_package
 from sweeps.record import (
     CODE_FILES_TAG,
@@ -323,14 +323,12 @@ class Planner:
         if self.store is None or index in self.claims:
             return None
         self.start_heartbeat()
-        sweep = self.cfgs[index].get("sweep") or {}
-        tags = self.identity_tags(index)
-        claimed = claim_run(self.store, self.keys[index], {**tags, **Claimant.this(self.sweep_id).tags()},
-                            self.run_name(index), lambda finished: reusable(finished, tags, sweep))
-        if isinstance(claimed, Recorded):
-            self.count_elsewhere(claimed)
-            return claimed
-        self.claims[index] = claimed
+        record = self.run_record(index)
+        elsewhere = record.claim_in(self.store)
+        if elsewhere is not None:
+            self.count_elsewhere(elsewhere)
+            return elsewhere
+        self.claims[index] = record.claim
         return None
 
     def count_elsewhere(self, recorded: Recorded) -> None:
@@ -432,19 +430,16 @@ class Planner:
                         seed=self.parts[index].workload.stochastic)
 
     def run_record(self, index: int) -> RunRecord:
-        """Everything the record of run ``index`` needs but its outcome (and, when its worker claims it, its
-        claim): made once, for its worker or, when that cannot reach the store, for the driver."""
+        """Everything the record of run ``index`` needs but its outcome and claim (:meth:`claim` sets it here;
+        else its worker claims it): made once, for its worker or, when that cannot reach the store, for the driver."""
         assert self.store is not None
         record = self.records.get(index)
         if record is None:
             cfg, label = self.cfgs[index], self.labels[index]
             location = StoreLocation.of(self.store.uri, self.experiment_name, self.store.artifact_root)
             record = self.records[index] = RunRecord(
-                location, self.claims.get(index), cfg, self.identity_tags(index),
-                run_params(cfg, self.non_semantic(cfg), label), Claimant.this(self.sweep_id).tags(),
-                self.run_name(index))
-        elif record.claim is None:
-            record.claim = self.claims.get(index)
+                location, None, cfg, self.identity_tags(index), run_params(cfg, self.non_semantic(cfg), label),
+                Claimant.this(self.sweep_id).tags(), self.run_name(index))
         return record
 
     @staticmethod

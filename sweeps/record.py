@@ -22,7 +22,7 @@ from urllib.parse import urlparse
 from sweeps.claims import Recorded, claim_run
 from sweeps.identity import Fingerprint, changed_files
 from sweeps.task import RunOutcome
-from sweeps.tracking import TAG, Claim, LoggedRun, open_store, semantic_config, to_yaml
+from sweeps.tracking import TAG, Claim, LoggedRun, MlflowStore, open_store, semantic_config, to_yaml
 
 REMOTE_SCHEMES = ("http", "https")
 CODE_TAG, CODE_FILES_TAG = f"{TAG}code", f"{TAG}code_files"
@@ -84,7 +84,11 @@ class RunRecord:
             return None
         if not self.store.reachable():
             raise RuntimeError(f"this worker cannot reach the tracking store {self.store.uri} to claim the run")
-        store = open_store(self.store.uri, self.store.experiment_name, self.store.artifact_root)
+        return self.claim_in(open_store(self.store.uri, self.store.experiment_name, self.store.artifact_root))
+
+    def claim_in(self, store: MlflowStore) -> Recorded | None:
+        """Claim the run in ``store`` (:func:`sweeps.claims.claim_run`; the driver's and the worker's one
+        path): ``None`` when it is claimed here (``claim`` set), else why another sweep has it."""
         sweep = self.cfg.get("sweep") or {}
         claimed = claim_run(store, self.tags[f"{TAG}run_key"], {**self.tags, **self.claimant}, self.run_name,
                             lambda finished: reusable(finished, self.tags, sweep))

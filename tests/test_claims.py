@@ -161,19 +161,16 @@ def test_a_claim_elsewhere_is_skipped_while_its_sweep_beats_and_taken_over_after
     uri = sqlite_uri(trace_dir)
     [overrides] = trace_runs(trace_dir, policies=("easy",))
 
-    def plan() -> tuple[Recorded | None, Planner]:
-        return planned(overrides)
-
-    _, tracker = plan()  # opens the store; claim as the other host would
+    _, tracker = planned(overrides)  # opens the store; claim as the other host would
     assert tracker.store is not None
     other = dict(zip(CLAIM_TAGS, ("far-sweep", "elsewhere", "1", "1"), strict=True))
     run = tracker.store.claim({**tracker.identity_tags(0), **other}, "easy")
     tracker.store.set_sweep_tag(SWEEP_TAG + "far-sweep", json.dumps({"beat": time.time()}))
-    decision, tracker = plan()
+    decision, tracker = planned(overrides)
     assert str(decision) == "running in another sweep: far-sweep" and decision.elsewhere == "far-sweep"
     assert "1 not run here: running in another sweep (far-sweep)" in tracker.notes()[0]
     tracker.store.set_sweep_tag(SWEEP_TAG + "far-sweep", json.dumps({"beat": time.time() - 3600}))
-    decision, tracker = plan()
+    decision, tracker = planned(overrides)
     assert decision is None and tracker.taken_over == 1
     assert MlflowClient(uri).get_run(run.run_id).info.status == "KILLED"
     assert SWEEP_TAG + "far-sweep" not in tracker.store.sweeps()  # the stale heartbeat is cleaned up
