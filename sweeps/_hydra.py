@@ -2,16 +2,17 @@
 ``tests/test_hydra_private.py`` that names the Hydra version when a release changes it), and the
 composition cache built on them.
 
-The cache (:class:`Composer`, owned by the sweeper) composes a sweep's runs once per set of config-group
-choices: Hydra's compose builds the defaults list and merges every group file (120–170 ms of driver CPU
-per run, measured), while runs mostly differ only in value overrides (``seed=3``). A run whose shape has
-no interpolation but ``${hydra:runtime.cwd}`` outside its ``hydra`` node, and whose value overrides set
-plain leaves to plain values, is *described* (:meth:`Composer.describe`): its resolved task config is its
-shape's template with the values set, and a worker composes it from a :class:`Recipe` and the shape's
-composition. Any other run is composed by Hydra, so errors read as Hydra words them.
-"""
+The cache (:class:`Composer`, owned by the launcher, which also puts it in front of the config loader it
+shares with the sweeper, :class:`CachedLoader`, so that any sweeper's own compose uses it) composes a
+sweep's runs once per set of config-group choices: Hydra's compose builds the defaults list and merges every
+group file (120–170 ms of driver CPU per run, measured), while runs mostly differ only in value overrides
+(``seed=3``). A run whose shape has no interpolation but ``${hydra:runtime.cwd}`` outside its ``hydra``
+node, and whose value overrides set plain leaves to plain values, is *described*
+(:meth:`Composer.describe`): its resolved task config is its shape's template with the values set, and a
+worker composes it from a :class:`Recipe` and the shape's composition. Any other run is composed by Hydra,
+so errors read as Hydra words them. """
 
-import importlib
+import json
 import os
 import pickle
 import re
@@ -28,18 +29,39 @@ from hydra.core.singleton import Singleton
 from hydra.core.utils import JobReturn
 from omegaconf import AnyNode, DictConfig, ListConfig, OmegaConf, open_dict, read_write
 
-from sweeps.planner import group_choices, task_config
-
 #: the only interpolation a described run's task config may hold: the same for every run (launch directory)
 CONSTANT_INTERPOLATION = "${hydra:runtime.cwd}"
 PLAIN_VALUES = (int, float, bool, str, type(None))
 
 
-def basic_sweeper() -> tuple[type, type]:
-    """Hydra's ``BasicSweeper`` and its config class, as the module is loaded now (Hydra's plugin scan
-    executes its plugin modules again: a class kept from before would not be the one its methods name)."""
-    module = importlib.import_module("hydra._internal.core_plugins.basic_sweeper")
-    return module.BasicSweeper, module.BasicSweeperConf
+def task_config(cfg: DictConfig) -> dict[str, Any]:
+    """The run's resolved config as a plain dict, without the ``hydra`` node."""
+    plain: dict[str, Any] = {}
+    for key in cfg:
+        if key != "hydra":
+            value = OmegaConf.select(cfg, str(key), throw_on_missing=False)
+            plain[str(key)] = (OmegaConf.to_container(value, resolve=True, throw_on_missing=False)
+                               if isinstance(value, DictConfig | ListConfig) else value)
+    return plain
+
+
+def group_choices(cfg: DictConfig) -> dict[str, str]:
+    """The config-group choices Hydra recorded for a composed run (``{"policy": "easy", …}``), without
+    Hydra's own groups."""
+    choices = OmegaConf.select(cfg, "hydra.runtime.choices", default=None) or {}
+    return {str(k): str(v) for k, v in choices.items() if not str(k).startswith("hydra") and v is not None}
+
+
+def check_planned(cfg: DictConfig, plain: dict[str, Any]) -> None:
+    """Refuse to run a config that differs from the plain one the driver planned (and keyed and will
+    record) the run with: the composition cache must never make a run compute something else."""
+    HydraConfig.instance().cfg = cfg
+    ours = task_config(cfg)
+    if json.dumps(ours, sort_keys=True, default=str) != json.dumps(plain, sort_keys=True, default=str):
+        keys = sorted(k for k in {*ours, *plain} if json.dumps(ours.get(k), sort_keys=True, default=str)
+                      != json.dumps(plain.get(k), sort_keys=True, default=str))
+        raise RuntimeError(f"the composed config differs from the one the driver planned the run with "
+                           f"(keys {', '.join(keys)}): not run; a bug of the composition cache, please report it")
 
 
 def job_error(ret: JobReturn) -> BaseException:
@@ -314,3 +336,34 @@ class Composer:
                 self._parsed.clear()
             self._parsed[text] = parse_override(text)
         return self._parsed[text]
+
+
+class CachedLoader:
+    """Hydra's config loader with a sweep's :class:`Composer` in front of ``load_sweep_config`` for that sweep's
+    master config: a sweeper that composes each job to check it (Hydra's basic sweeper does, 120–170 ms a run)
+    gets the cache's compose, identical to Hydra's (tests/test_hydra_private.py). Everything else is Hydra's
+    loader. Installed by the launcher in the :class:`~hydra.types.HydraContext` the sweeper handed it, which
+    the sweeper holds too (:func:`share_cache`)."""
+
+    def __init__(self, loader: ConfigLoader, composer: Composer) -> None:
+        self.loader, self.composer = loader, composer
+
+    def load_sweep_config(self, master_config: DictConfig, sweep_overrides: list[str]) -> DictConfig:
+        if master_config is self.composer.master:
+            return self.composer.compose(list(sweep_overrides))
+        return self.loader.load_sweep_config(master_config, sweep_overrides)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.loader, name)
+
+
+def share_cache(context: Any, config: DictConfig) -> Composer:
+    """The sweep's composition cache over ``context``'s loader, installed in ``context`` (the object Hydra's
+    ``Plugins.instantiate_launcher`` hands the launcher is the sweeper's own) so that sweeper and launcher
+    compose through one cache."""
+    loader = context.config_loader
+    if isinstance(loader, CachedLoader):
+        return loader.composer
+    composer = Composer(loader, config)
+    context.config_loader = CachedLoader(loader, composer)
+    return composer

@@ -1,9 +1,10 @@
 """schedlab's Hydra callback (``hydra.callbacks.schedlab`` in ``conf/hydra/default.yaml``): nothing runs that
 schedlab cannot record once.
 
-- ``-m``: refuses, before anything runs, a launcher or sweeper that cannot record (schedlab's sweepers plan
-  and record; Ray or Hydra's basic launcher run), ``replications`` < 1 and an unusable tracking store, and
-  hands the sweeper a :class:`sweeps.planner.Planner`;
+- ``-m``, with any sweeper: refuses, before anything runs, a launcher that cannot record (schedlab's
+  launchers plan, claim and record each batch they are given: ``hydra/launcher=ray`` or ``serial``),
+  ``replications`` < 1 and an unusable tracking store; opens the sweep's :class:`sweeps.planner.Planner`
+  for the launcher, and finishes it when the sweep ends;
 - a single run (no ``-m``): the planner checks it before it starts (a run recorded before is not run
   again) and records what the task function returned.
 
@@ -16,40 +17,37 @@ from __future__ import annotations
 import socket
 import sys
 import time
-import traceback
 from typing import Any
 
-from hydra.core.utils import JobReturn, JobStatus
+from hydra.core.utils import JobReturn
 from hydra.experimental.callback import Callback
-from omegaconf import DictConfig, OmegaConf, open_dict, read_write
+from omegaconf import DictConfig, OmegaConf
 
-from sim.core import InputError
-from sweeps._hydra import job_error
-from sweeps.planner import Planner, group_choices, task_config
+from sweeps.planner import InvalidSweepError, Planner, Run, active_sweep, open_sweep
 from sweeps.preflight import StoreUnusableError, check_tracking
+from sweeps.record import RunReport
 
-#: the launchers and sweepers whose runs schedlab records: ``_target_`` → the ``hydra/…=`` choices for it
+#: the launchers whose runs schedlab records: ``_target_`` → the ``hydra/launcher=`` choices for it
 LAUNCHERS = {"hydra_plugins.schedlab_ray_launcher.ray_launcher.RayLauncher": ("ray", "ray_mlflow"),
-             "hydra._internal.core_plugins.basic_launcher.BasicLauncher": ("basic",)}
-SWEEPERS = {"hydra_plugins.schedlab_ray_launcher.sweeper.SchedlabSweeper": ("schedlab",),
-            "hydra_plugins.schedlab_precision_sweeper.precision_sweeper.PrecisionSweeper": ("precision",)}
-PLANNER = "sweeps.planner.Planner"
+             "hydra_plugins.schedlab_ray_launcher.ray_launcher.SerialLauncher": ("serial",)}
 
 
-def check_plugin(config: DictConfig, kind: str, known: dict[str, tuple[str, ...]]) -> None:
-    """Refuse a ``hydra/<kind>`` whose runs schedlab cannot record, naming the ones it can.
+def check_launcher(config: DictConfig) -> None:
+    """Refuse a ``hydra/launcher`` whose runs schedlab cannot record, naming the ones it can.
 
-    >>> check_plugin(OmegaConf.create({"hydra": {"launcher": {"_target_": "x.Mine"}}}), "launcher", LAUNCHERS)
+    >>> check_launcher(OmegaConf.create({"hydra": {"launcher": {"_target_": "x.Mine"}}}))
     Traceback (most recent call last):
     ...
     SystemExit: 2
     """
-    target = str(OmegaConf.select(config, f"hydra.{kind}._target_", default=""))
-    if target not in known:
+    target = str(OmegaConf.select(config, "hydra.launcher._target_", default=""))
+    if target not in LAUNCHERS:
         choices = OmegaConf.select(config, "hydra.runtime.choices", default={}) or {}
-        name = choices.get(f"hydra/{kind}", target) if isinstance(choices, DictConfig) else target
-        working = ", ".join(f"hydra/{kind}={n}" for names in known.values() for n in names)
-        abort(f"schedlab cannot record runs of hydra/{kind}={name} ({target}); nothing was run. Use one of: {working}")
+        name = choices.get("hydra/launcher", target) if isinstance(choices, DictConfig) else target
+        working = ", ".join(f"hydra/launcher={n}" for names in LAUNCHERS.values() for n in names)
+        abort(f"schedlab cannot record runs of hydra/launcher={name} ({target}): it would run every run, recorded "
+              f"or not, and record none; nothing was run. Use one of: {working} (serial: one run at a time in "
+              f"this process, like Hydra's basic launcher)")
 
 
 def check_replications(config: DictConfig) -> None:
@@ -65,71 +63,69 @@ def abort(message: str, code: int = 2) -> None:
     raise SystemExit(code)
 
 
+def checked_store(config: DictConfig) -> None:
+    try:
+        check_tracking(config)  # before Ray starts: a down server or read-only store is one message
+    except StoreUnusableError as error:
+        abort(str(error))
+
+
 class SchedlabCallback(Callback):
-    """Checks a multirun before it starts; plans and records a single run."""
+    """Checks a multirun before it starts and opens its planner; plans and records a single run."""
 
     def __init__(self) -> None:
         self.planner: Planner | None = None  # a single run's
+        self.run: Run | None = None
+        self.started = (0.0, 0.0)
 
     def on_multirun_start(self, config: DictConfig, **kwargs: Any) -> None:
-        check_plugin(config, "launcher", LAUNCHERS)
-        check_plugin(config, "sweeper", SWEEPERS)
+        check_launcher(config)
         check_replications(config)
-        try:
-            check_tracking(config)  # before Ray starts: a down server or read-only store is one message
-        except StoreUnusableError as error:
-            abort(str(error))
-        if OmegaConf.select(config, "hydra.sweeper.planner") is None:
-            with read_write(config.hydra.sweeper), open_dict(config.hydra.sweeper):
-                config.hydra.sweeper.planner = {"_target_": PLANNER, "summary": True}
+        checked_store(config)
+        open_sweep(config)
+
+    def on_multirun_end(self, config: DictConfig, **kwargs: Any) -> None:
+        planner = active_sweep(config)
+        if planner is not None:
+            planner.finish()
 
     def on_run_start(self, config: DictConfig, **kwargs: Any) -> None:
-        try:
-            check_tracking(config)
-        except StoreUnusableError as error:
-            abort(str(error))
+        checked_store(config)
         self.planner = Planner(summary=False)
 
     def on_job_start(self, config: DictConfig, **kwargs: Any) -> None:
         """A single run: validate it; a run recorded before (or claimed by another sweep) ends here."""
-        if self.planner is None:  # a multirun's job: its sweeper planned it
+        if self.planner is None:  # a multirun's job: its launcher planned it
             return
-        plain = task_config(config)
-        overrides = list(OmegaConf.select(config, "hydra.overrides.task", default=[]) or [])
+        run = Run.of(config)
         try:
-            self.planner.configure(config)
-            self.planner.check(0, plain, group_choices(config), overrides)
-        except InputError as error:
-            abort(f"invalid configuration, nothing was run: {error}")
-        reason = self.planner.plan([0])[0] or self.planner.claim(0)
+            self.planner.plan(config, [run])
+        except InvalidSweepError as error:
+            abort(str(error))
+        reason = run.result or self.planner.claim(run)
         if reason is not None:
-            print(f"{' '.join(overrides) or '(defaults)'}: already recorded, {reason}; not recorded again "
-                  f"(sweep.force=true records a new run)")
+            print(f"{run.label}: already recorded, {reason}; not recorded again (sweep.force=true records a new run)")
             self.on_run_end(config)
             raise SystemExit(0)
+        self.run, self.started = run, (time.time(), time.perf_counter())
 
     def on_job_end(self, config: DictConfig, job_return: JobReturn, **kwargs: Any) -> None:
         """A single run ended: record it (a failure is one line, not Hydra's traceback)."""
-        if self.planner is None:
+        if self.planner is None or self.run is None:
             return
-        planner, label = self.planner, " ".join(job_return.overrides or []) or "(defaults)"
-        error = None
-        if job_return.status == JobStatus.COMPLETED:
-            outcome = job_return.return_value
-            planner.record(0, "FINISHED", outcome, None, None, socket.gethostname(), time.time())
-            print(f"{label}: " + ", ".join(f"{k}={v:.6g}" for k, v in outcome.summary.items()))
-        else:
-            exc = job_error(job_return)
-            error = f"{type(exc).__name__}: {exc}"
-            planner.record(0, "FAILED", None, error, "".join(traceback.format_exception(exc)), socket.gethostname(),
-                           time.time())
-        recorded = planner.store is not None and 0 in planner.run_ids
-        if recorded:
-            print(f"MLflow run {planner.run_ids[0]} in {planner.store.uri} (experiment {planner.experiment_name!r})")
-        if error is not None:
+        planner, run = self.planner, self.run
+        report = RunReport.of(job_return, self.started[0], time.time(), time.perf_counter() - self.started[1],
+                              socket.gethostname())
+        planner.ended(run, report)
+        if report.outcome is not None:
+            print(f"{run.label}: " + ", ".join(f"{k}={v:.6g}" for k, v in report.outcome.summary.items()))
+        recorded = run.result.run_id if run.result is not None else run.record.claim.run_id if run.record else None
+        if planner.store is not None and recorded:
+            print(f"MLflow run {recorded} in {planner.store.uri} (experiment {planner.experiment_name!r})")
+        if report.error is not None:
             self.on_run_end(config)
             where = "recorded as a FAILED run with its traceback.txt" if recorded else "not recorded"
-            abort(f"the run failed: {error.strip().splitlines()[0]} ({where})", code=1)
+            abort(f"the run failed: {report.error} ({where})", code=1)
 
     def on_run_end(self, config: DictConfig, **kwargs: Any) -> None:
         if self.planner is not None:

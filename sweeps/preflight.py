@@ -20,6 +20,8 @@ from hydra.core.hydra_config import HydraConfig
 from hydra.errors import CompactHydraException
 from omegaconf import DictConfig, OmegaConf
 
+from sweeps.tracking import StoreURI
+
 PROBE_SECONDS = 3.0
 #: MLflow's HTTP client defaults (7 retries with backoff, 120 s timeout) turn an outage into minutes;
 #: these keep a server that goes down mid-sweep under a minute. Set either variable to override.
@@ -50,7 +52,7 @@ def describe_store(uri: str | None) -> str:
     """
     if not uri:
         return "recording nothing (tracking=none): runs are neither recorded nor skipped as done"
-    if _is_http(uri):
+    if StoreURI(uri).remote:
         return f"recording to the MLflow server {uri} — view at {uri}"
     return f"recording to {uri} — view with: mlflow ui --backend-store-uri {uri}"
 
@@ -60,21 +62,18 @@ def check_store(uri: str | None, artifact_root: str | None = None) -> None:
     under ``artifact_root``); a server's HTTP retries are bounded from here on (:data:`HTTP_LIMITS`)."""
     if not uri:
         return
-    if _is_http(uri):
+    store = StoreURI(uri)
+    if store.remote:
         for name, value in HTTP_LIMITS.items():
             os.environ.setdefault(name, value)
         _probe_server(uri)
         return
-    if uri.startswith("sqlite:"):
-        _check_sqlite(uri)
-    elif "://" not in uri or uri.startswith("file:"):
-        _check_folder(Path(urllib.parse.urlparse(uri).path if uri.startswith("file:") else uri), uri)
+    if store.sqlite_file is not None:
+        _check_sqlite(uri, store.sqlite_file)
+    elif store.folder is not None:
+        _check_folder(store.folder, uri)
     if artifact_root:
         _check_folder(Path(artifact_root), f"the artifact folder {artifact_root} (tracking.artifact_root)")
-
-
-def _is_http(uri: str) -> bool:
-    return uri.startswith(("http://", "https://"))
 
 
 def _probe_server(uri: str) -> None:
@@ -93,11 +92,10 @@ def _probe_server(uri: str) -> None:
                                  f"(`{start}`) or record locally with tracking=sqlite; nothing was run") from None
 
 
-def _check_sqlite(uri: str) -> None:
+def _check_sqlite(uri: str, path: Path) -> None:
     """The SQLite file (or, before the first run, its folder) must be writable: a write of the file's own
     ``user_version`` is rolled back, so a read-only file is found now and not by each run (SQLite opens a
     write-protected file read-only without complaint; only a write tells)."""
-    path = Path(uri.removeprefix("sqlite:///").split("?", 1)[0])
     _check_folder(path.parent, uri, create=False)  # SQLite writes its journal beside the file
     shared = network_filesystem(path.parent)
     if shared is not None:

@@ -1,37 +1,45 @@
-"""The one way a run is recorded: a :class:`RunRecord` made on the driver, written where it is cheapest.
+"""The one way a run is recorded: a :class:`RunRecord` made on the driver, written where it is cheapest, and the
+:class:`RunReport` of what became of the run, made where it ran.
 
 The driver knows everything about a run's record except its outcome (run key, fingerprints, params,
-name) and claimed the run before it started (:mod:`sweeps.claims`: the MLflow run exists, RUNNING);
-the worker that ran it knows the outcome. A Ray worker that sees the driver's store (a tracking server,
-or SQLite on the driver's machine) writes the record itself, and when every worker sees it (a tracking
-server, or a local Ray instance) also claims the run as it starts (:meth:`RunRecord.start`): the driver's
-CPU is then spent on planning, not on MLflow calls (~8 ms per claim, ~40 per record: the limit of one
-driver). A worker elsewhere cannot see a SQLite store on the driver's disk: the driver claims its run and
-writes the same record from the outcome handed back. Either way it is :meth:`RunRecord.write`.
+name); the process that ran it knows the outcome. A run is claimed before it runs (:mod:`sweeps.claims`:
+its MLflow run created RUNNING), by the process that runs it when every such process sees the store (a
+tracking server, SQLite beside a local Ray or in this process: :meth:`RunRecord.start`), else by the driver.
+A process that sees the driver's store writes the record itself (:meth:`RunRecord.finish`); one on another
+node of a cluster cannot see a SQLite file on the driver's disk, so the driver writes the same record from
+the report handed back. Either way it is :meth:`RunRecord.write`.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import socket
-from collections.abc import Iterable
+import traceback
 from dataclasses import dataclass, field
 from typing import Any
-from urllib.parse import urlparse
 
-from sweeps.claims import Recorded, claim_run
+from hydra.core.utils import JobReturn, JobStatus
+
+from sweeps._hydra import job_error
+from sweeps.claims import RunResult, claim_run
 from sweeps.identity import Fingerprint, changed_files
-from sweeps.task import RunOutcome
-from sweeps.tracking import TAG, Claim, LoggedRun, MlflowStore, open_store, semantic_config, to_yaml
-
-REMOTE_SCHEMES = ("http", "https")
-CODE_TAG, CODE_FILES_TAG = f"{TAG}code", f"{TAG}code_files"
-INPUTS_TAG, INPUT_FILES_TAG = f"{TAG}inputs", f"{TAG}input_files"
+from sweeps.tracking import (
+    INPUT_FILES_TAG,
+    INPUTS_TAG,
+    TAG,
+    Claim,
+    LoggedRun,
+    MlflowStore,
+    StoreURI,
+    open_store,
+    to_yaml,
+)
 
 
 @dataclass(frozen=True)
 class StoreLocation:
-    """Where a record goes, and how a worker knows it sees the same store as the driver."""
+    """Where a record goes, and how a process knows it sees the same store as the driver."""
 
     uri: str
     experiment_name: str
@@ -48,27 +56,81 @@ class StoreLocation:
         """True when this process writes to the driver's store: a tracking server, or the same SQLite
         file on the same machine (a node of a cluster elsewhere has its own disk; and a worker never
         creates a store: the driver made it before the sweep started)."""
-        if urlparse(self.uri).scheme in REMOTE_SCHEMES:
+        if StoreURI(self.uri).remote:
             return True
         return socket.gethostname() == self.host and self.file_id is not None and _file_id(self.uri) == self.file_id
 
+    def open(self) -> MlflowStore:
+        return open_store(self.uri, self.experiment_name, self.artifact_root)
+
 
 def _file_id(uri: str) -> tuple[int, int] | None:
-    if not uri.startswith("sqlite:///"):
-        return None
+    database = StoreURI(uri).sqlite_file
     try:
-        stat = os.stat(uri.removeprefix("sqlite:///"))
+        stat = os.stat(database) if database is not None else None
     except OSError:
         return None
-    return stat.st_dev, stat.st_ino
+    return None if stat is None else (stat.st_dev, stat.st_ino)
+
+
+@dataclass
+class RunReport:
+    """What became of one run, made where it ran (:meth:`of`) and read on the driver. ``status`` is FINISHED,
+    FAILED or SKIPPED (another sweep claimed or finished it meanwhile; ``value`` is then its
+    :class:`RunResult`); ``value`` is otherwise what the task function returned. ``recorded``: the MLflow
+    run id when this process wrote the record; ``record_error``: why it could not."""
+
+    status: str
+    value: Any = None
+    error: str | None = None
+    traceback: str | None = None
+    node_id: str = ""
+    node_ip: str = ""
+    seconds: float = 0.0
+    start_time: float = 0.0  # epoch seconds
+    end_time: float = 0.0
+    working_dir: str | None = None
+    task_name: str | None = None
+    recorded: str | None = None
+    record_error: str | None = None
+
+    @classmethod
+    def of(cls, ret: JobReturn, start: float, end: float, seconds: float, node_id: str, node_ip: str = ""
+           ) -> RunReport:
+        """The report of a job Hydra's ``run_job`` ran (a failure: its one-line error and its traceback)."""
+        report = cls("FINISHED", None, node_id=node_id, node_ip=node_ip, seconds=seconds, start_time=start,
+                     end_time=end, working_dir=ret.working_dir, task_name=ret.task_name)
+        if ret.status == JobStatus.COMPLETED:
+            report.value = ret.return_value
+        else:
+            exc = job_error(ret)
+            report.status, report.error = "FAILED", one_line(exc)
+            report.traceback = "".join(traceback.format_exception(exc))
+        return report
+
+    @property
+    def outcome(self) -> Any:
+        """The task function's :class:`sweeps.task.RunOutcome` of a FINISHED run, else ``None``."""
+        return self.value if self.status == "FINISHED" else None
+
+
+def metrics_of(outcome: Any) -> dict[str, float]:
+    """A run's metrics as recorded (and as a recorded run gives them back): its outcome's summary and the
+    simulation's wall time ``sim/seconds``."""
+    return {**outcome.summary, "sim/seconds": outcome.seconds}
+
+
+def one_line(exc: BaseException) -> str:
+    """An exception as one line of at most 500 characters: its type and the first line of its message."""
+    text = f"{type(exc).__name__}: {exc}".strip()
+    return text.splitlines()[0][:500] if text else type(exc).__name__
 
 
 @dataclass
 class RunRecord:
-    """A run's record before it ran. On the worker, :meth:`start` claims the run unless the driver did, and
-    calling it with the run's report (``status``, ``value``, ``error``, ``traceback``, ``node_id``,
-    ``node_ip``, ``end_time``) writes the record when the store is :meth:`~StoreLocation.reachable` and
-    returns the MLflow run id (else ``None``: the driver writes it)."""
+    """A run's record before it ran (the driver makes it, :meth:`sweeps.planner.Planner.recorder`). Where the
+    run runs, :meth:`start` claims it unless the driver did, and :meth:`finish` writes the record when the
+    store is :meth:`~StoreLocation.reachable`."""
 
     store: StoreLocation
     claim: Claim | None  # None: claimed by start(), as the run starts
@@ -78,62 +140,57 @@ class RunRecord:
     claimant: dict[str, str] = field(default_factory=dict)  # the claiming sweep's tags (sweeps.claims)
     run_name: str = ""
 
-    def start(self) -> Recorded | None:
+    def start(self) -> RunResult | None:
         """Claim the run here unless the driver did: ``None`` to run it, else why another sweep has it."""
         if self.claim is not None:
             return None
         if not self.store.reachable():
             raise RuntimeError(f"this worker cannot reach the tracking store {self.store.uri} to claim the run")
-        return self.claim_in(open_store(self.store.uri, self.store.experiment_name, self.store.artifact_root))
+        return self.claim_in(self.store.open())
 
-    def claim_in(self, store: MlflowStore) -> Recorded | None:
+    def claim_in(self, store: MlflowStore) -> RunResult | None:
         """Claim the run in ``store`` (:func:`sweeps.claims.claim_run`; the driver's and the worker's one
         path): ``None`` when it is claimed here (``claim`` set), else why another sweep has it."""
-        sweep = self.cfg.get("sweep") or {}
-        claimed = claim_run(store, self.tags[f"{TAG}run_key"], {**self.tags, **self.claimant}, self.run_name,
-                            lambda finished: reusable(finished, self.tags, sweep))
-        if isinstance(claimed, Recorded):
+        claimed = claim_run(store, {**self.tags, **self.claimant}, self.run_name, self.cfg.get("sweep") or {})
+        if isinstance(claimed, RunResult):
             return claimed
         self.claim = claimed
         return None
 
-    def __call__(self, report: Any) -> str | None:
+    def finish(self, report: RunReport) -> None:
+        """Write the record of an ended run here when this process sees the store (``report.recorded``, or
+        ``report.record_error``); a recorded outcome then travels back without its tables and files."""
         if not self.store.reachable():
-            return None
-        return self.write(report.status, report.value if report.status == "FINISHED" else None, report.error,
-                          report.traceback, report.node_id, report.end_time, report.node_ip)
+            return
+        try:
+            report.recorded = self.write(report)
+        except Exception as error:
+            report.record_error = one_line(error)
+            return
+        if report.outcome is not None:
+            report.value = dataclasses.replace(report.outcome, tables={}, files={})
 
-    def write(self, status: str, outcome: RunOutcome | None, error: str | None, traceback: str | None, node: str,
-              end: float, node_ip: str = "") -> str:
+    def write(self, report: RunReport) -> str:
         """Log the ended run into its claim; its MLflow run id."""
         assert self.claim is not None, "a run is claimed before it is recorded"
-        store = open_store(self.store.uri, self.store.experiment_name, self.store.artifact_root)
-        tags = {**self.tags, f"{TAG}ray_node": node}
-        if node_ip:
-            tags[f"{TAG}ray_node_ip"] = node_ip
-        if error:
-            tags[f"{TAG}error"] = error.splitlines()[0][:5000]
+        tags = {**self.tags, f"{TAG}ray_node": report.node_id}
+        if report.node_ip:
+            tags[f"{TAG}ray_node_ip"] = report.node_ip
+        if report.error:
+            tags[f"{TAG}error"] = report.error.splitlines()[0][:5000]
         metrics: dict[str, float] = {}
         params = dict(self.params)
+        outcome = report.outcome
         if outcome is not None:
-            metrics = {**outcome.summary, "sim/seconds": outcome.seconds}
+            metrics = metrics_of(outcome)
             tags.update(read_inputs(self.tags, outcome.inputs))
             tags.update({f"{TAG}note.{k}": str(v) for k, v in outcome.notes.items()})
             if outcome.nodes_from_workload is not None:
                 params["cluster.nodes"] = outcome.nodes_from_workload  # the size the trace header gave
-        return store.log(LoggedRun(
-            params=params, tags=tags, metrics=metrics, status=status, end_time=end, config_yaml=to_yaml(self.cfg),
-            tables=outcome.tables if outcome is not None else {}, files=outcome.files if outcome is not None else {},
-            traceback=traceback), self.claim)
-
-
-def reusable(finished: list[Any], tags: dict[str, str], sweep: dict[str, Any]) -> list[Any]:
-    """The FINISHED runs that stand for a run with identity ``tags``: with ``sweep.reuse=same`` only those
-    of its code and inputs, with ``any`` all of them; none with ``sweep.force=true``."""
-    if sweep.get("force", False):
-        return []
-    return [r for r in finished if sweep.get("reuse", "same") == "any"
-            or all(r.data.tags.get(tag) == tags[tag] for tag in (CODE_TAG, INPUTS_TAG))]
+        return self.store.open().log(LoggedRun(
+            params=params, tags=tags, metrics=metrics, status=report.status, end_time=report.end_time,
+            config_yaml=to_yaml(self.cfg), tables=outcome.tables if outcome is not None else {},
+            files=outcome.files if outcome is not None else {}, traceback=report.traceback), self.claim)
 
 
 def read_inputs(planned: dict[str, str], read: dict[str, str]) -> dict[str, str]:
@@ -157,20 +214,3 @@ def read_inputs(planned: dict[str, str], read: dict[str, str]) -> dict[str, str]
     changed = changed_files(planned.get(INPUT_FILES_TAG), read)
     tags[f"{TAG}inputs_changed"] = ", ".join(changed) if changed else "?"
     return tags
-
-
-def run_params(cfg: dict[str, Any], non_semantic: Iterable[str], label: str) -> dict[str, Any]:
-    """The MLflow params: the semantic config (``_target_`` class paths included) and the policy's label as
-    ``policy``.
-
-    >>> run_params({"policy": {"_target_": "x.Easy", "window": "head"}, "tracking": {"uri": "u"}}, ["tracking"], "easy")
-    {'policy': 'easy', 'policy._target_': 'x.Easy', 'policy.window': 'head'}
-    """
-    return {"policy": label, **semantic_config(cfg, non_semantic)}
-
-
-def targets(cfg: dict[str, Any]) -> dict[str, str]:
-    """The class or factory each config group builds, by group (``{"policy": "sim.policies…"}``)."""
-    return {group: str(node["_target_"]) for group, node in cfg.items()
-            if isinstance(node, dict) and "_target_" in node}
-

@@ -1,8 +1,8 @@
 """The front door: ``python sweeps/run.py -m policy=easy,conservative seed='range(0,10)'``.
 
 Composes each run from ``conf/``; the task function only simulates and returns the outcome. What runs
-and how it is recorded is decided on the driver: by schedlab's sweeper for ``-m`` (it launches only the
-runs left to do), by :class:`sweeps.callback.SchedlabCallback` for a single run.
+and how it is recorded is decided by schedlab's launcher for ``-m`` (whichever sweeper makes the batches:
+it runs only the runs left to do), by :class:`sweeps.callback.SchedlabCallback` for a single run.
 """
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ from __future__ import annotations
 import hydra
 from omegaconf import DictConfig
 
-from sweeps.planner import task_config
+from sweeps._hydra import task_config
 from sweeps.task import RunOutcome, run_one
 
 

@@ -18,12 +18,55 @@ from dataclasses import dataclass, field
 from functools import cache
 from pathlib import Path
 from typing import Any, TypeVar
+from urllib.parse import unquote, urlparse
 
 import yaml
 
 TAG = "schedlab."
 MAX_PARAM_CHARS = 6000
 T = TypeVar("T")
+REMOTE_SCHEMES = ("http", "https")
+CODE_TAG, CODE_FILES_TAG = f"{TAG}code", f"{TAG}code_files"
+INPUTS_TAG, INPUT_FILES_TAG = f"{TAG}inputs", f"{TAG}input_files"
+
+
+@dataclass(frozen=True)
+class StoreURI:
+    """A tracking URI, parsed once for everything that asks what it names: a tracking server
+    (``http(s)://``), a SQLite file (``sqlite:///PATH`` with SQLAlchemy's query options such as
+    ``?timeout=30``) or a folder (``file:`` or a plain path).
+
+    >>> StoreURI("sqlite:////d/mlflow.db?timeout=30").sqlite_file
+    PosixPath('/d/mlflow.db')
+    >>> StoreURI("sqlite:///rel.db").sqlite_file, StoreURI("sqlite://").sqlite_file
+    (PosixPath('rel.db'), None)
+    >>> StoreURI("http://127.0.0.1:5000").remote, StoreURI("file:///tmp/mlruns").folder
+    (True, PosixPath('/tmp/mlruns'))
+    """
+
+    uri: str
+
+    @property
+    def remote(self) -> bool:
+        return urlparse(self.uri).scheme in REMOTE_SCHEMES
+
+    @property
+    def sqlite_file(self) -> Path | None:
+        """The database file of a ``sqlite`` URI (SQLAlchemy's own parse), ``None`` for any other store or an
+        in-memory database."""
+        if not self.uri.startswith("sqlite"):
+            return None
+        from sqlalchemy.engine import make_url
+
+        database = make_url(self.uri).database
+        return Path(database) if database and database != ":memory:" else None
+
+    @property
+    def folder(self) -> Path | None:
+        """The folder of a file store (``file:`` URI or a plain path), else ``None``."""
+        if self.uri.startswith("file:"):
+            return Path(unquote(urlparse(self.uri).path))
+        return Path(self.uri) if "://" not in self.uri else None
 
 
 def flatten(cfg: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
@@ -42,11 +85,19 @@ def flatten(cfg: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
     return flat
 
 
+def non_semantic_key(key: str, non_semantic: Iterable[str]) -> bool:
+    """Whether a dotted key is, or lies under, one of ``non_semantic`` (``sweep.non_semantic``'s keys).
+
+    >>> non_semantic_key("tracking.uri", ["tracking"]), non_semantic_key("trackings", ["tracking"])
+    (True, False)
+    """
+    return any(key == d or key.startswith(d + ".") for d in non_semantic)
+
+
 def semantic_config(cfg: Mapping[str, Any], non_semantic: Iterable[str]) -> dict[str, Any]:
     """``cfg`` flattened, without the dotted keys (or key prefixes) in ``non_semantic``."""
     drop = tuple(non_semantic)
-    return {k: v for k, v in flatten(cfg).items()
-            if not any(k == d or k.startswith(d + ".") for d in drop)}
+    return {k: v for k, v in flatten(cfg).items() if not non_semantic_key(k, drop)}
 
 
 def run_key(cfg: Mapping[str, Any], non_semantic: Iterable[str], label: str = "") -> str:
@@ -56,8 +107,12 @@ def run_key(cfg: Mapping[str, Any], non_semantic: Iterable[str], label: str = ""
     >>> run_key({"seed": 1, "tracking": {"uri": "a"}}, ["tracking"]) == run_key({"seed": 1}, [])
     True
     """
-    semantic = semantic_config(cfg, non_semantic)
-    text = json.dumps({**semantic, "policy": label} if label else semantic, sort_keys=True, default=str)
+    return key_of(semantic_config(cfg, non_semantic), label)
+
+
+def key_of(semantic: Mapping[str, Any], label: str = "") -> str:
+    """:func:`run_key` of a config already flattened by :func:`semantic_config`."""
+    text = json.dumps({**semantic, "policy": label} if label else dict(semantic), sort_keys=True, default=str)
     return hashlib.sha256(text.encode()).hexdigest()[:20]
 
 
@@ -76,7 +131,7 @@ def browse(uri: str, experiment_id: str) -> str:
     >>> browse("http://10.0.0.1:5000/", "3")
     'open http://10.0.0.1:5000/#/experiments/3/runs?workflowType=machine_learning'
     """
-    remote = uri.startswith(("http://", "https://"))
+    remote = StoreURI(uri).remote
     base = uri.rstrip("/") if remote else UI_ADDRESS
     link = f"{base}/#/experiments/{experiment_id}/runs?workflowType=machine_learning"
     return f"open {link}" if remote else f"mlflow ui --backend-store-uri {uri}, then open {link}"
@@ -134,8 +189,9 @@ class MlflowStore:
         with store_lock(uri):  # two processes creating one SQLite store's schema at once break it
             self.client = MlflowClient(tracking_uri=uri)
             self.client.search_experiments(max_results=1)  # MLflow creates (or migrates) the schema here
-            if uri.startswith("sqlite:///"):
-                use_wal(uri.removeprefix("sqlite:///"))
+            database = StoreURI(uri).sqlite_file
+            if database is not None:
+                use_wal(database)
             self.experiment_id = self._experiment(experiment_name, artifact_root)
 
     def _experiment(self, name: str, artifact_root: str | None) -> str:
@@ -245,12 +301,13 @@ class MlflowStore:
 def store_lock(uri: str) -> Iterator[None]:
     """An exclusive file lock beside a SQLite store (``mlflow.db.lock``) while a process opens it: the first
     one creates its schema, the others wait (two sweeps starting at once broke a new store, issue 26)."""
-    if not uri.startswith("sqlite:///"):
+    database = StoreURI(uri).sqlite_file
+    if database is None:
         yield
         return
     import fcntl
 
-    lock = Path(uri.removeprefix("sqlite:///").split("?", 1)[0] + ".lock")
+    lock = database.with_name(database.name + ".lock")
     with lock.open("a") as handle:
         fcntl.flock(handle, fcntl.LOCK_EX)
         try:
@@ -291,7 +348,7 @@ def write_artifacts(folder: Path, run: LoggedRun) -> None:
         (folder / "traceback.txt").write_text(run.traceback)
 
 
-def use_wal(path: str) -> None:
+def use_wal(path: Path) -> None:
     """Switch a SQLite store to write-ahead logging (kept in the file): a commit appends to the log
     instead of rewriting journal and database (a run's logging took a third of the time, measured),
     and readers no longer block its writer. Left as it is when the file cannot be changed now."""

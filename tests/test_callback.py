@@ -23,8 +23,8 @@ def test_bare_ray_launcher_records_each_run(tmp_path: Path) -> None:
     assert [(r.data.params["seed"], r.info.status) for r in found] == [("50", "FINISHED")]
 
 
-def test_basic_launcher_and_single_run_record_once(tmp_path: Path) -> None:
-    basic = single(tmp_path, *SYNTH, "hydra/launcher=basic", "policy=easy", "seed=1,2", multirun=True)
+def test_serial_launcher_and_single_run_record_once(tmp_path: Path) -> None:
+    basic = single(tmp_path, *SYNTH, "hydra/launcher=serial", "policy=easy", "seed=1,2", multirun=True)
     assert basic.returncode == 0, basic.stderr
     assert sorted(r.data.params["seed"] for r in runs(sqlite_uri(tmp_path))) == ["1", "2"]
     first = single(tmp_path, *SYNTH, "seed=3")
@@ -38,16 +38,23 @@ def test_unrecordable_launcher_is_refused_before_anything_runs(tmp_path: Path) -
     proc = sweep(tmp_path, *SYNTH, "hydra.launcher._target_=some.other.Launcher", "seed=1", check=False)
     assert proc.returncode != 0
     assert "cannot record runs" in proc.stderr and "hydra/launcher=ray" in proc.stderr
-    assert "hydra/launcher=basic" in proc.stderr and "Traceback" not in proc.stderr
+    assert "hydra/launcher=serial" in proc.stderr and "Traceback" not in proc.stderr
     assert not (tmp_path / "mlflow.db").exists()
+    basic = single(tmp_path, *SYNTH, "hydra/launcher=basic", "seed=1", multirun=True)  # would run all, record none
+    assert basic.returncode != 0 and "cannot record runs of hydra/launcher=basic" in basic.stderr
+    assert "serial: one run at a time in this process" in basic.stderr and "Traceback" not in basic.stderr
 
 
-def test_a_sweeper_that_does_not_plan_is_refused_before_anything_runs(tmp_path: Path) -> None:
-    """Hydra's basic sweeper would launch every run, recorded or not: schedlab refuses it."""
-    proc = sweep(tmp_path, *SYNTH, "hydra/sweeper=basic", "seed=1", check=False)
-    assert proc.returncode != 0 and "Traceback" not in proc.stderr
-    assert "cannot record runs of hydra/sweeper=basic" in proc.stderr and "hydra/sweeper=schedlab" in proc.stderr
-    assert not (tmp_path / "mlflow.db").exists()
+def test_hydras_basic_sweeper_on_the_ray_launcher_skips_recorded_runs(tmp_path: Path) -> None:
+    """The default sweeper is Hydra's own: on schedlab's launcher a rerun skips what is recorded, and runs
+    only what a wider sweep adds."""
+    first = sweep(tmp_path, *SYNTH, "hydra/sweeper=basic", "policy=easy", "seed=1,2")
+    assert "2 done, 0 failed, 0 skipped" in first.stdout
+    again = sweep(tmp_path, *SYNTH, "hydra/sweeper=basic", "policy=easy", "seed=1,2,3",
+                  "hydra.sweeper.max_batch_size=2")
+    assert "nothing to run: all 2 runs already recorded" in again.stdout  # the first batch of two
+    assert "1 done, 0 failed, 0 skipped" in again.stdout and again.stdout.count("starting a local Ray") == 1
+    assert sorted(r.data.params["seed"] for r in runs(sqlite_uri(tmp_path))) == ["1", "2", "3"]
 
 
 def test_single_run_bad_value_is_one_message(tmp_path: Path) -> None:
@@ -84,7 +91,7 @@ def test_zero_replications_is_one_message_before_anything_runs(tmp_path: Path) -
 
 
 def test_recorded_in_process_runs_are_not_simulated_again(tmp_path: Path) -> None:
-    """A single run or a basic-launcher job the tracker skips never reaches the simulator."""
+    """A single run or a serial-launcher job the planner skips never reaches the simulator."""
     from tests.test_sweeper import REPO
 
     strict = ("import runpy, sys; sys.path.insert(0, sys.argv.pop(1)); import sweeps.task as task\n"
@@ -92,9 +99,9 @@ def test_recorded_in_process_runs_are_not_simulated_again(tmp_path: Path) -> Non
               "task.run_one = refuse; sys.argv[0] = sys.argv.pop(1)\n"
               "runpy.run_path(sys.argv[0], run_name='__main__')\n")
     assert single(tmp_path, *SYNTH, "seed=3").returncode == 0
-    assert single(tmp_path, *SYNTH, "hydra/launcher=basic", "seed=1,2", multirun=True).returncode == 0
+    assert single(tmp_path, *SYNTH, "hydra/launcher=serial", "seed=1,2", multirun=True).returncode == 0
     for multirun, seeds in ((False, "seed=3"), (True, "seed=1,2,2")):
-        flag = ["-m", "hydra/launcher=basic"] if multirun else []
+        flag = ["-m", "hydra/launcher=serial"] if multirun else []
         args = [sys.executable, "-c", strict, str(REPO), str(RUN), *flag, "cluster=hpc16", *SYNTH, seeds]
         proc = subprocess.run(args, cwd=tmp_path, env=ENV, capture_output=True, text=True, timeout=120)
         assert proc.returncode == 0 and "simulated again" not in proc.stderr, proc.stderr

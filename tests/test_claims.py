@@ -21,8 +21,8 @@ from hydra import compose
 from hydra.core.hydra_config import HydraConfig
 from mlflow.tracking import MlflowClient
 
-from sweeps.claims import CLAIM_TAGS, SWEEP_TAG, Recorded
-from sweeps.planner import Planner, group_choices, task_config
+from sweeps.claims import CLAIM_TAGS, SWEEP_TAG, RunResult
+from sweeps.planner import Planner, Run
 from tests.test_identity import EXPERIMENT, conf, trace_dir, trace_runs  # noqa: F401 (fixtures)
 from tests.test_sweeper import ENV, RUN, SMALL, descendants, kill_tree, mlflow_server, runs, sqlite_uri  # noqa: F401
 
@@ -111,15 +111,14 @@ def count_finished(db: Path) -> int:
         return 0
 
 
-def planned(overrides: list[str]) -> tuple[Recorded | None, Planner]:
-    """A new sweep's planner with one run planned (``overrides``): its decision and the planner."""
+def planned(overrides: list[str]) -> tuple[RunResult | None, Planner]:
+    """A new sweep's planner with one run planned (``overrides``, its ``runs[0]``): its decision and the planner."""
     tracker = Planner(summary=False)
     cfg = compose("config", overrides=overrides, return_hydra_config=True)
     HydraConfig.instance().set_config(cfg)
-    tracker.configure(cfg)
-    plain = task_config(cfg)
-    tracker.check(0, plain, group_choices(cfg), overrides)
-    return tracker.plan([0])[0], tracker
+    run = Run.of(cfg)
+    tracker.plan(cfg, [run])
+    return run.result, tracker
 
 
 def test_a_worker_claims_its_run_as_it_starts_and_a_retry_takes_the_claim_over(
@@ -131,19 +130,19 @@ def test_a_worker_claims_its_run_as_it_starts_and_a_retry_takes_the_claim_over(
     [overrides] = trace_runs(trace_dir, policies=("easy",))
     decision, tracker = planned(overrides)
     assert decision is None and tracker.store is not None
-    tracker.claim_on_workers(local_ray=True)
-    record = tracker.recorder(0)
+    tracker.claim_on_workers(local=True)
+    record = tracker.recorder(tracker.runs[0])
     assert record is not None and record.claim is None  # not claimed on the driver
     first, retry = pickle.loads(pickle.dumps(record)), pickle.loads(pickle.dumps(record))  # as workers get it
     assert first.start() is None and first.claim is not None
     assert retry.start() is None and retry.claim == first.claim
-    key = tracker.keys[0]
+    key = tracker.runs[0].key
     assert [r.info.run_id for r in tracker.store.runs_by_key(key)[key]] == [first.claim.run_id]
     assert MlflowClient(uri).get_run(first.claim.run_id).data.tags[CLAIM_TAGS[0]] == tracker.sweep_id
 
     _, other = planned(overrides)  # a second sweep, its decision taken before the claim was seen
-    other.claim_on_workers(local_ray=True)
-    skipped = other.recorder(0).start()
+    other.claim_on_workers(local=True)
+    skipped = other.recorder(other.runs[0]).start()
     assert skipped is not None and skipped.elsewhere == tracker.sweep_id
     other.close()
 
@@ -164,14 +163,14 @@ def test_a_claim_elsewhere_is_skipped_while_its_sweep_beats_and_taken_over_after
     _, tracker = planned(overrides)  # opens the store; claim as the other host would
     assert tracker.store is not None
     other = dict(zip(CLAIM_TAGS, ("far-sweep", "elsewhere", "1", "1"), strict=True))
-    run = tracker.store.claim({**tracker.identity_tags(0), **other}, "easy")
+    run = tracker.store.claim({**tracker.identity_tags(tracker.runs[0]), **other}, "easy")
     tracker.store.set_sweep_tag(SWEEP_TAG + "far-sweep", json.dumps({"beat": time.time()}))
     decision, tracker = planned(overrides)
     assert str(decision) == "running in another sweep: far-sweep" and decision.elsewhere == "far-sweep"
     assert "1 not run here: running in another sweep (far-sweep)" in tracker.notes()[0]
     tracker.store.set_sweep_tag(SWEEP_TAG + "far-sweep", json.dumps({"beat": time.time() - 3600}))
     decision, tracker = planned(overrides)
-    assert decision is None and tracker.taken_over == 1
+    assert decision is None and len(tracker.killed) == 1
     assert MlflowClient(uri).get_run(run.run_id).info.status == "KILLED"
     assert SWEEP_TAG + "far-sweep" not in tracker.store.sweeps()  # the stale heartbeat is cleaned up
 

@@ -15,7 +15,8 @@ from omegaconf import DictConfig, OmegaConf
 
 from sim.core import InputError
 from sweeps import task
-from sweeps.planner import Planner, task_config
+from sweeps._hydra import task_config
+from sweeps.planner import non_semantic
 from sweeps.tracking import flatten, run_key
 from tests.conftest import REPO
 
@@ -50,7 +51,7 @@ def test_defaults_list_reads_like_a_table_of_contents() -> None:
 def test_default_config_is_the_demo_on_the_ray_launcher() -> None:
     cfg = load()
     assert cfg.hydra.launcher._target_.endswith("RayLauncher") and cfg.hydra.launcher.address == "local"
-    assert cfg.hydra.sweeper._target_.endswith("SchedlabSweeper")
+    assert cfg.hydra.sweeper._target_.endswith(".BasicSweeper")  # Hydra's own: the launcher plans
     assert cfg.hydra.callbacks.schedlab._target_ == "sweeps.callback.SchedlabCallback"  # hands it the planner
     assert cfg.hydra.sweeper.params.policy == "easy,conservative"
     assert cfg.hydra.sweeper.params.seed == "range(0,5)"  # replications of the experiment
@@ -201,13 +202,13 @@ def test_unknown_options_and_misspelled_keys_fail_composition(overrides: list[st
 
 def test_run_key_ignores_non_semantic_keys_only() -> None:
     base = task_config(load(*SHRINK))
-    non_semantic = Planner.non_semantic(base)  # conf/config.yaml's sweep.non_semantic
-    key = run_key(base, non_semantic)
+    keys = non_semantic(base)  # conf/config.yaml's sweep.non_semantic
+    key = run_key(base, keys)
     assert run_key(task_config(load(*SHRINK, "tracking=none", "experiment_name=x", "sweep.force=true")),
-                   non_semantic) == key
+                   keys) == key
     for change in ["seed=1", "policy=conservative", "policy.order=sjf", "workload.arrival_rate=0.002",
                    "cluster=hpc16", "engine.kill_at_limit=true"]:
-        assert run_key(task_config(load(*SHRINK, change)), non_semantic) != key, change
+        assert run_key(task_config(load(*SHRINK, change)), keys) != key, change
 
 
 def test_params_are_the_flattened_config_with_dotted_keys() -> None:

@@ -16,7 +16,7 @@ def test_drf_compare_through_sweep_and_report(tmp_path: Path) -> None:
     env = {**os.environ, "RAY_AUTH_MODE": "disabled"}
     sweep = subprocess.run(
         [sys.executable, str(REPO / "sweeps" / "run.py"), "-m", "experiment=drf_compare", "replications=2",
-         "hydra/launcher=basic", "workload.users.A.tasks=60", "workload.users.B.tasks=60",
+         "hydra/launcher=serial", "workload.users.A.tasks=60", "workload.users.B.tasks=60",
          "workload.users.C.tasks=60"],
         cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
     assert sweep.returncode == 0, sweep.stderr[-3000:]

@@ -15,11 +15,13 @@ import hydra
 import omegaconf
 import pytest
 from hydra import initialize_config_dir
+from hydra._internal.core_plugins.basic_sweeper import BasicSweeper  # what Hydra's own sweeper hands a launcher
 from hydra.core.config_loader import ConfigLoader
 from hydra.core.global_hydra import GlobalHydra
 from hydra.core.hydra_config import HydraConfig
 from hydra.core.override_parser.overrides_parser import OverridesParser
 from hydra.core.override_parser.types import Override
+from hydra.core.plugins import Plugins
 from hydra.core.utils import JobReturn, JobStatus
 from hydra.errors import ConfigCompositionException
 from hydra.types import HydraContext, RunMode
@@ -27,11 +29,18 @@ from hypothesis import example, given, settings
 from hypothesis import strategies as st
 from omegaconf import AnyNode, DictConfig, ListConfig, OmegaConf, open_dict
 
-from hydra_plugins.schedlab_ray_launcher._core import _check_planned
-from hydra_plugins.schedlab_ray_launcher.sweeper import SweepPlan
+from hydra_plugins.schedlab_ray_launcher.batch import Sweep
 from sweeps import _hydra
-from sweeps._hydra import Composer, Described, basic_sweeper, finish, parse_override
-from sweeps.planner import Planner, group_choices, task_config
+from sweeps._hydra import (
+    CachedLoader,
+    Composer,
+    Described,
+    check_planned,
+    finish,
+    group_choices,
+    parse_override,
+    task_config,
+)
 from sweeps.tracking import flatten, run_key
 from tests.conftest import REPO
 
@@ -49,16 +58,6 @@ def test_canary_override_dirname() -> None:
     text = _hydra.get_overrides_dirname(overrides=[parse_override("seed=3"), parse_override("a=b")],
                                         exclude_keys=["a"], item_sep=",", kv_sep="=")
     canary(text == "seed=3", "what get_overrides_dirname returns")
-
-
-BasicSweeper = basic_sweeper()[0]
-
-
-def test_canary_basic_sweeper() -> None:
-    canary(all(callable(getattr(BasicSweeper, name, None)) for name in
-               ("split_arguments", "_parse_config", "get_job_batch", "is_done", "validate_batch_is_legal")),
-           "hydra._internal.core_plugins.basic_sweeper.BasicSweeper's methods")
-    canary({"max_batch_size", "params"} <= set(basic_sweeper()[1].__dataclass_fields__), "BasicSweeperConf")
 
 
 def test_canary_config_nodes() -> None:
@@ -250,10 +249,10 @@ def test_every_launched_run_is_hydras_compose_field_by_field(loader: ConfigLoade
     cfg = master(loader, *params)
     parsed = OverridesParser.create(config_loader=loader).parse_overrides(params)
     jobs = [list(job) for job in BasicSweeper.split_arguments(parsed, None)[0]]
-    plan = sweep_plan(loader, cfg, tmp_path)
+    plan = launcher_sweep(loader, cfg, tmp_path)
     with mock.patch.object(loader, "load_sweep_config", wraps=loader.load_sweep_config) as hydra_compose, \
             mock.patch.object(plan.composer, "compose", wraps=plan.composer.compose) as cache_compose:
-        runs = [plan.planned(job, i) for i, job in enumerate(jobs)]
+        runs = [plan.planned(job, i, describe=True) for i, job in enumerate(jobs)]
         described = [run.recipe is not None for run in runs]
         assert cache_compose.call_count == described.count(False)  # described runs: nothing composed yet
         configs = [task_config(run.composed()) for run in runs]  # as each is submitted
@@ -270,29 +269,48 @@ def test_every_launched_run_is_hydras_compose_field_by_field(loader: ConfigLoade
         if run.recipe is not None:
             on_worker = finish(run.recipe.compose(plan.composer.base(run.recipe.shape), cfg), i, str(tmp_path))
             assert_same(run.composed(), on_worker)  # a worker composes it from the recipe as the driver does
-            _check_planned(on_worker, run.plain)  # what the worker checks before it runs it
+            check_planned(on_worker, run.plain)  # what the worker checks before it runs it
     assert len({run_key(c, keys) for c in configs}) == len(jobs)
     if "${hydra:job.num}" in params[-1]:
         assert [c["experiment_name"] for c in configs] == [f"job-{i}" for i in range(len(jobs))]
 
 
-def sweep_plan(loader: ConfigLoader, cfg: DictConfig, folder: Path) -> SweepPlan:
-    """The sweeper's plan over ``loader`` for the Ray launcher (a stand-in: nothing is launched here)."""
+def launcher_sweep(loader: ConfigLoader, cfg: DictConfig, folder: Path) -> Sweep:
+    """The launcher's sweep over ``loader`` (nothing is launched here), as if schedlab's callback planned it."""
     with open_dict(cfg):
         cfg.hydra.sweep.dir = str(folder)
-    ray = mock.Mock(spec=["run", "preflight", "close"])  # what the plan hands described runs to
-    return SweepPlan(HydraContext(config_loader=loader, callbacks=None), cfg, ray, Planner())
+    return Sweep(HydraContext(config_loader=loader, callbacks=None), None, cfg, mock.Mock(spec=["close"]))
 
 
 def test_a_worker_refuses_a_config_that_differs_from_the_planned_one(loader: ConfigLoader, tmp_path: Path) -> None:
     cfg, job = master(loader), ["policy=easy", "seed=3", "workload.jobs=30"]
-    run = sweep_plan(loader, cfg, tmp_path).planned(job, 0)
-    assert run.plain is not None and run.config is None
+    run = launcher_sweep(loader, cfg, tmp_path).planned(job, 0, describe=True)
+    assert run.plain and run.recipe is not None and run.config is None
     wrong = {**run.plain, "workload": {**run.plain["workload"], "jobs": 31}}
     with pytest.raises(RuntimeError, match=r"differs from the one the driver planned the run with \(keys workload\)"):
-        _check_planned(run.composed(), wrong)
+        check_planned(run.composed(), wrong)
     run.release()
     assert run.config is None and task_config(run.composed())["workload"]["jobs"] == 30  # composed again
+
+
+def test_any_sweepers_own_compose_goes_through_the_launchers_cache(loader: ConfigLoader, tmp_path: Path) -> None:
+    """The launcher puts its cache in front of the loader of the HydraContext it shares with the sweeper (a
+    private arrangement of Hydra's ``Plugins.instantiate_launcher``): Hydra's basic sweeper, which composes
+    every job before launching it, then composes once per set of group choices, as Hydra's compose would."""
+    cfg = master(loader, "policy=easy,fcfs", "seed=range(0,4)")
+    with open_dict(cfg):
+        cfg.hydra.sweep.dir = str(tmp_path)
+    sweeper = Plugins.instance().instantiate_sweeper(  # Hydra's basic sweeper, conf/'s default, on the Ray launcher
+        config=cfg, hydra_context=HydraContext(config_loader=loader, callbacks=None), task_function=lambda c: None)
+    assert type(sweeper).__name__ == "BasicSweeper"
+    canary(isinstance(sweeper.hydra_context.config_loader, CachedLoader),
+           "Plugins.instantiate_launcher: the launcher's HydraContext is no longer the sweeper's")
+    jobs = [[f"policy={p}", f"seed={s}"] for p in ("easy", "fcfs") for s in range(4)]
+    with mock.patch.object(loader, "load_sweep_config", wraps=loader.load_sweep_config) as hydra_compose:
+        sweeper.validate_batch_is_legal(jobs)
+        assert_same(loader.load_sweep_config(cfg, jobs[5]), sweeper.hydra_context.config_loader.load_sweep_config(
+            cfg, jobs[5]))
+    assert hydra_compose.call_count == 2 + 1  # one per shape, then ours above
 
 
 _KEY = st.from_regex(r"[A-Za-z_][A-Za-z0-9_]{0,6}(\.[A-Za-z_][A-Za-z0-9_]{0,6}){0,3}", fullmatch=True)
@@ -333,14 +351,3 @@ def test_number_overrides_take_the_fast_path() -> None:
         with mock.patch.object(_hydra._PARSER, "parse_overrides", wraps=_hydra._PARSER.parse_overrides) as slow:
             parse_override(text)
         assert slow.call_count == 1, text
-
-
-def test_for_the_basic_launcher_a_run_is_planned_from_hydras_own_compose(loader: ConfigLoader, tmp_path: Path) -> None:
-    """Hydra's basic launcher composes each run itself, unchecked: its plan is that compose, never a description."""
-    cfg, job = master(loader), ["policy=easy", "seed=3"]
-    with open_dict(cfg):
-        cfg.hydra.sweep.dir = str(tmp_path)
-    plan = SweepPlan(HydraContext(config_loader=loader, callbacks=None), cfg, mock.Mock(spec=["launch"]), Planner())
-    with mock.patch.object(plan.composer, "describe", side_effect=AssertionError("described")):
-        run = plan.planned(job, 0)
-    assert run.recipe is None and run.plain == reference_task(loader, cfg, job, 0)

@@ -22,10 +22,10 @@ from hydra.types import RunMode
 from mlflow.tracking import MlflowClient
 from omegaconf import DictConfig, open_dict
 
-from sim.core import InputError
 from sweeps import identity, task
 from sweeps.identity import SIM_ROOT, CodeHasher, InputHasher, code_fingerprint, schedlab_sources
-from sweeps.planner import Planner, group_choices, task_config
+from sweeps.planner import InvalidSweepError, Planner, Run
+from sweeps.record import RunReport
 from sweeps.tracking import MlflowStore
 from tests.conftest import REPO
 from tests.test_sweeper import ENV, RUN, runs, sqlite_uri
@@ -71,21 +71,24 @@ def drive(override_lists: list[list[str]], sweep: DictConfig | None = None) -> t
 
     ``sweep`` is the sweep's own config (:func:`multirun_config`); by default the first run's."""
     tracker = Planner(summary=False)
-    plain = {}
+    planned = []
     for index, overrides in enumerate(override_lists):
         cfg = compose("config", overrides=overrides, return_hydra_config=True)
         HydraConfig.instance().set_config(cfg)
-        if index == 0:
-            tracker.configure(sweep if sweep is not None else cfg)
-        plain[index] = task_config(cfg)
-        tracker.check(index, plain[index], group_choices(cfg), overrides)
-    decisions = tracker.plan(plain)
-    for index, reason in enumerate(decisions):
-        if reason is None:
-            assert tracker.claim(index) is None
-            tracker.record(index, "FINISHED", task.run_one(plain[index]), None, None, "test", 1.0)
+        planned.append((cfg, Run.of(cfg, index)))
+    tracker.plan(sweep if sweep is not None else planned[0][0], [run for _, run in planned])
+    decisions = [run.result for _, run in planned]
+    for _, run in planned:
+        if run.result is None:
+            run_here(tracker, run)
     tracker.close()
     return decisions, tracker
+
+
+def run_here(tracker: Planner, run: Run) -> None:
+    """Claim, simulate and record a planned run in this process, as the serial launcher does."""
+    assert tracker.claim(run) is None
+    tracker.ended(run, RunReport("FINISHED", task.run_one(run.plain), node_id="test", end_time=1.0))
 
 
 def multirun_config(*task_overrides: str) -> DictConfig:
@@ -220,14 +223,14 @@ def test_wfformat_folder_inputs_are_its_instance_files(tmp_path: Path) -> None:
 
 
 def test_bad_reuse_value_is_one_message(conf: None, trace_dir: Path) -> None:
-    with pytest.raises(InputError, match=r"sweep\.reuse must be one of same, any .*got 'sometimes'"):
+    with pytest.raises(InvalidSweepError, match=r"sweep\.reuse must be one of same, any .*got 'sometimes'"):
         drive(trace_runs(trace_dir, "sweep.reuse=sometimes"))
 
 
 def test_sweep_prints_how_many_reran_and_why(trace_dir: Path) -> None:
     """Through ``sweeps/run.py`` (basic launcher): an in-place trace edit between two sweeps is rerun."""
     def sweep() -> str:
-        proc = subprocess.run([sys.executable, str(RUN), "-m", "hydra/launcher=basic", "workload=swf",
+        proc = subprocess.run([sys.executable, str(RUN), "-m", "hydra/launcher=serial", "workload=swf",
                                "workload.path=traces/x.swf", "cluster=from_trace", "policy=easy,fcfs", "seed=0"],
                               cwd=trace_dir, env=ENV, capture_output=True, text=True, timeout=180)
         assert proc.returncode == 0, proc.stderr[-3000:]
@@ -246,13 +249,11 @@ def in_process_job(tracker: Planner, index: int, overrides: list[str]) -> str | 
     plan runs it, recorded; the plan's decision (``None``: it ran)."""
     cfg = compose("config", overrides=overrides, return_hydra_config=True)
     HydraConfig.instance().set_config(cfg)
-    tracker.configure(cfg)
-    plain = task_config(cfg)
-    tracker.check(index, plain, group_choices(cfg), overrides)
-    decision = tracker.plan({index: plain})[0]
+    run = Run.of(cfg, index)
+    tracker.plan(cfg, [run])
+    decision = run.result
     if decision is None:
-        assert tracker.claim(index) is None
-        tracker.record(index, "FINISHED", task.run_one(plain), None, None, "test", 1.0)
+        run_here(tracker, run)
     return decision
 
 

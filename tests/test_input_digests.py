@@ -15,7 +15,9 @@ from mlflow.tracking import MlflowClient
 
 from sim.core import InputError
 from sweeps import specs, task
-from sweeps.planner import Planner, group_choices, task_config
+from sweeps._hydra import task_config
+from sweeps.planner import Planner, Run
+from sweeps.record import RunReport
 from tests.test_identity import EXPERIMENT, TRACE, conf, drive, trace_dir, trace_runs  # noqa: F401
 from tests.test_sweeper import ENV, RUN, runs, sqlite_uri
 
@@ -27,18 +29,17 @@ def test_a_trace_edited_after_planning_is_recorded_as_read_and_rerun_after(conf:
     of what was read and says what was planned; the sweep names the file; restored, the runs rerun."""
     trace = trace_dir / "traces" / "x.swf"
     tracker = Planner(summary=False)
-    plain = {}
+    planned = []
     for index, overrides in enumerate(trace_runs(trace_dir)):
         cfg = compose("config", overrides=overrides, return_hydra_config=True)
         HydraConfig.instance().set_config(cfg)
-        tracker.configure(cfg)
-        plain[index] = task_config(cfg)
-        tracker.check(index, plain[index], group_choices(cfg), overrides)
-    assert tracker.plan(plain) == [None, None]
+        planned.append(Run.of(cfg, index))
+    tracker.plan(cfg, planned)
+    assert [run.result for run in planned] == [None, None]
     trace.write_text(EDITED)  # the worker reads the file after the driver planned with it
-    for index in plain:
-        assert tracker.claim(index) is None
-        tracker.record(index, "FINISHED", task.run_one(plain[index]), None, None, "test", 1.0)
+    for run in planned:
+        assert tracker.claim(run) is None
+        tracker.ended(run, RunReport("FINISHED", task.run_one(run.plain), node_id="test", end_time=1.0))
     tracker.close()
     assert tracker.notes()[0].startswith("input file traces/x.swf changed during the sweep: 2 run(s) read other")
     found = runs(sqlite_uri(trace_dir), EXPERIMENT)

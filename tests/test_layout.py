@@ -31,6 +31,16 @@ def imported(path: Path) -> set[str]:
     return names
 
 
+def test_the_two_plugins_never_import_each_other() -> None:
+    """A sweeper decides what to run, a launcher how: neither knows the other's code (Hydra's contract is
+    ``launch(job_overrides, initial_job_idx)``)."""
+    plugins = {"schedlab_ray_launcher": "hydra_plugins.schedlab_precision_sweeper",
+               "schedlab_precision_sweeper": "hydra_plugins.schedlab_ray_launcher"}
+    for plugin, other in plugins.items():
+        for path in sorted((REPO / "hydra_plugins" / plugin).rglob("*.py")):
+            assert not {name for name in imported(path) if name.startswith(other)}, path
+
+
 @pytest.mark.parametrize("package", sorted(FORBIDDEN))
 def test_package_never_imports_what_it_must_not(package: str) -> None:
     files = sorted((REPO / package).rglob("*.py"))

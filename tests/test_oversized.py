@@ -14,7 +14,7 @@ from sim import Cluster
 from sim.core import InputError, Job, rigid_job
 from sim.engine import OversizedJobError, validate_jobs
 from sweeps import task
-from sweeps.planner import task_config
+from sweeps._hydra import task_config
 from tests.conftest import REPO
 
 WIDE = "job_submit_time,num_nodes,time_limit\n0,5,10\n\n0,50,10\n"  # job 1 on line 4

@@ -21,7 +21,7 @@ from hydra.core.hydra_config import HydraConfig
 from analysis.runs import load_runs
 from analysis.summary import analyse
 from sweeps import task
-from sweeps.planner import group_choices, task_config
+from sweeps._hydra import group_choices, task_config
 from sweeps.summary import format_policy_table
 from tests.conftest import REPO
 from tests.test_identity import EXPERIMENT, conf, drive, trace_dir, trace_runs  # noqa: F401 (fixtures)
@@ -138,7 +138,7 @@ def test_a_target_override_beside_a_policy_axis_is_labelled_by_its_class(
     rows = [[*row, "policy._target_=tests.policy_helpers.AnyOptions"]
             for row in trace_runs(trace_dir, policies=("easy", "conservative"))]
     decisions, tracker = drive(rows)
-    assert decisions == [None, None] and [tracker.labels[i] for i in (0, 1)] == ["AnyOptions", "AnyOptions"]
+    assert decisions == [None, None] and [tracker.runs[i].policy for i in (0, 1)] == ["AnyOptions", "AnyOptions"]
     assert sorted(r.data.params["policy"] for r in runs(sqlite_uri(trace_dir), EXPERIMENT)) == ["AnyOptions"] * 2
     table = format_policy_table(tracker.results).splitlines()
     assert [line.split()[:2] for line in table[1:]] == [["AnyOptions", "window=ahead"], ["AnyOptions", "window=head"]]

@@ -87,7 +87,7 @@ def paper(tmp_path_factory: pytest.TempPathFactory) -> Path:
             writer.writerows([*rec, "test"] for rec in PUBLISHED[tid])
     proc = subprocess.run(
         [sys.executable, str(REPO / "sweeps" / "paper.py"), "--conf-dir", str(root / "conf" / "experiment"),
-         "hydra/launcher=basic", f"hydra.searchpath=[file://{root / 'conf'}]"],
+         "hydra/launcher=serial", f"hydra.searchpath=[file://{root / 'conf'}]"],
         cwd=root, env=ENV, capture_output=True, text=True, timeout=240)
     assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-3000:]
     assert "already recorded" in proc.stdout  # λ = 1/180, m = 50 is both tables' default point

@@ -12,8 +12,8 @@ from hydra.core.hydra_config import HydraConfig
 from mlflow.tracking import MlflowClient
 from omegaconf import OmegaConf
 
-from hydra_plugins.schedlab_ray_launcher.batch import PlannedRun
-from sweeps.planner import ADHOC_EXPERIMENT, InvalidSweepError, Planner, adhoc, group_choices, run_name, task_config
+from sweeps._hydra import task_config
+from sweeps.planner import ADHOC_EXPERIMENT, InvalidSweepError, Planner, Run, adhoc, run_name
 from tests.conftest import REPO
 from tests.test_identity import EXPERIMENT, conf, drive, multirun_config, trace_runs, write_trace  # noqa: F401
 from tests.test_sweeper import SYNTH, runs, sqlite_uri, sweep
@@ -85,7 +85,7 @@ def test_run_names_shorten_keys_and_trace_paths() -> None:
 
 @pytest.mark.parametrize(("overrides", "expected"), [
     ((), False),                                              # make run: the demo
-    (("tracking=none", "hydra/launcher=basic", "replications=3", "sweep.force=true"), False),  # bookkeeping
+    (("tracking=none", "hydra/launcher=serial", "replications=3", "sweep.force=true"), False),  # bookkeeping
     (("workload=swf", "workload.path=x.swf"), True),
     (("seed=50",), True),
     (("experiment=demo", "seed=50"), False),                  # the experiment was chosen
@@ -108,9 +108,9 @@ def test_demo_table_is_not_polluted_by_adhoc_sweeps(tmp_path: Path) -> None:
 def test_from_trace_without_a_trace_is_refused_before_any_run() -> None:
     cfg = compose("config", overrides=["cluster=from_trace"], return_hydra_config=True)
     HydraConfig.instance().set_config(cfg)
-    run = PlannedRun(0, ["cluster=from_trace"], plain=task_config(cfg), choices=group_choices(cfg))
+    run = Run.of(cfg)
     with pytest.raises(InvalidSweepError, match="cluster=from_trace takes the size from a trace header") as error:
-        Planner().validate(multirun_config("cluster=from_trace"), [run])
+        Planner().plan(multirun_config("cluster=from_trace"), [run])
     assert "(all 1 runs)" in str(error.value) and "cluster.nodes=N" in str(error.value)
 
 

@@ -30,7 +30,8 @@ from hydra_plugins.schedlab_precision_sweeper._core import Job, PrecisionSweep
 from hydra_plugins.schedlab_precision_sweeper.precision_sweeper import PrecisionSweeper
 from sim import precision as pr
 from sim.workloads.synthetic import erlang_c_wait
-from sweeps.planner import Recorded, task_config
+from sweeps._hydra import task_config
+from sweeps.claims import RunResult
 from sweeps.task import RunOutcome, run_one
 from tests.test_sweeper import ENV, RUN, kill_tree, runs, sqlite_uri
 
@@ -97,18 +98,24 @@ def completed(value: Any) -> JobReturn:
 
 
 def test_each_kind_of_result_is_filed_as_what_it_is() -> None:
-    """A run made now and one recorded before give metrics (the latter from its Recorded), a repeat takes its
-    twin's, a failure counts failed, and a seed another live sweep runs is left to it: tried, not failed."""
-    sweep, cell = PrecisionSweep(metrics=["wait/mean"], relative_halfwidth=0.05), pr.Cell()
+    """A run made now and one recorded before give their metrics (a launcher that records nothing: the
+    task's outcome), a failure counts failed, and a seed another live sweep runs is left to it: tried, not
+    failed. A replay's seeds repeat its one run: the cell is deterministic, the repeats are not results."""
+    sweep, cell, replay = PrecisionSweep(metrics=["wait/mean"], relative_halfwidth=0.05), pr.Cell(), pr.Cell()
     failed = JobReturn(status=JobStatus.FAILED)
     failed.return_value = RuntimeError("boom")
     results = [completed(RunOutcome({"wait/mean": 3.0}, {})),
-               completed(Recorded("finished in MLflow run r1", "r1", {"wait/mean": 5.0, "jobs": 9.0})),
-               completed(Recorded("same run as #0", same_as=0)), failed,
-               completed(Recorded("running in another sweep: s", elsewhere="s"))]
+               completed(RunResult({"wait/mean": 5.0, "jobs": 9.0}, "finished in MLflow run r1", "r1")),
+               completed(RunResult({"wait/mean": 4.0}, run_id="r2")), failed,
+               completed(RunResult(reason="running in another sweep: s", elsewhere="s"))]
     sweep._take({"c": cell}, [Job("c", seed) for seed in range(5)], results, first=0)
-    assert cell.results == {0: {"wait/mean": 3.0}, 1: {"wait/mean": 5.0}, 2: {"wait/mean": 3.0}}
-    assert cell.failed == {3} and cell.elsewhere == {4} and cell.tried == 5
+    assert cell.results == {0: {"wait/mean": 3.0}, 1: {"wait/mean": 5.0}, 2: {"wait/mean": 4.0}}
+    assert cell.failed == {3} and cell.elsewhere == {4} and cell.tried == 5 and not cell.deterministic
+    once = [completed(RunResult({"wait/mean": 7.0}, run_id="r3", stochastic=False)),
+            completed(RunResult({"wait/mean": 7.0}, "same run as #0", "r3", same_as=0, stochastic=False))]
+    sweep._take({"c": replay}, [Job("c", seed) for seed in range(2)], once, first=0)
+    assert replay.deterministic and replay.results == {0: {"wait/mean": 7.0}}
+    assert pr.judge(replay, sweep.rule).status == pr.DETERMINISTIC
 
 
 def test_failed_runs_are_counted_and_stop_the_cell() -> None:
@@ -179,7 +186,7 @@ def simulate(cfg: DictConfig) -> RunOutcome:
 def precision_sweep(runner: Any, tmp: Path, *overrides: str, task: Any = simulate) -> dict[str, pr.Verdict]:
     """A precision sweep of the repo's conf on Hydra's basic launcher; its verdicts (precision.json)."""
     sweep = runner(calling_file=str(RUN), calling_module=None, task_function=task, config_path="../conf",
-                   config_name="config", overrides=["hydra/sweeper=precision", "hydra/launcher=basic", *overrides],
+                   config_name="config", overrides=["hydra/sweeper=precision", "hydra/launcher=serial", *overrides],
                    temp_dir=tmp)
     with sweep:  # the runner deletes its sweep directory on exit
         return pr.load(tmp / "precision.json")[0]
@@ -243,7 +250,7 @@ def test_rounds_are_hydra_batches_with_distinct_jobs(hydra_sweep_runner: Any, tm
             "hydra.sweeper.initial=3", "hydra.sweeper.batch=3", "hydra.sweeper.max_replications=6"]
     sweep = hydra_sweep_runner(calling_file=str(RUN), calling_module=None, task_function=simulate,
                                config_path="../conf", config_name="config",
-                               overrides=["hydra/sweeper=precision", "hydra/launcher=basic", *task], temp_dir=tmp_path)
+                               overrides=["hydra/sweeper=precision", "hydra/launcher=serial", *task], temp_dir=tmp_path)
     with sweep:
         assert [len(batch) for batch in sweep.returns] == [6, 3]
         flat = [ret for batch in sweep.returns for ret in batch]
@@ -289,7 +296,7 @@ def test_killed_driver_resumes_without_duplicates_to_the_clean_table(tmp_path: P
     an uninterrupted sweep. Slow: a new MLflow SQLite store takes ~10 s to create here."""
     killed, clean = tmp_path / "killed", tmp_path / "clean"
     killed.mkdir(), clean.mkdir()
-    cap = ["hydra/launcher=basic", "hydra.sweeper.max_replications=9"]
+    cap = ["hydra/launcher=serial", "hydra.sweeper.max_replications=9"]
     driver = subprocess.Popen([sys.executable, str(RUN), "-m", *TWO_LOADS, *cap], cwd=killed, env=ENV,
                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:

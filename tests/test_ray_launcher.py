@@ -32,12 +32,11 @@ from hydra.test_utils.launcher_common_tests import (
 from hydra.test_utils.test_utils import TSweepRunner
 from omegaconf import OmegaConf
 
-from hydra_plugins.schedlab_ray_launcher.ray_launcher import RayLauncher
-from hydra_plugins.schedlab_ray_launcher.sweeper import SchedlabSweeper
-from sweeps.planner import Planner, Recorded
+from hydra_plugins.schedlab_ray_launcher.ray_launcher import RayLauncher, SerialLauncher
+from sweeps.claims import RunResult
+from sweeps.planner import Planner
 from sweeps.record import RunRecord, StoreLocation
 from sweeps.run import main
-from sweeps.task import RunOutcome
 from sweeps.tracking import Claim
 from tests.test_sweeper import RUN, SYNTH, runs
 
@@ -69,18 +68,18 @@ def fresh_version_base(hydra_restore_singletons: None) -> None:
 @pytest.mark.usefixtures("fresh_version_base")
 @pytest.mark.parametrize("launcher_name, overrides", [
     ("ray", ["hydra.launcher.progress=false"]),
-    ("ray", ["hydra/sweeper=schedlab", "hydra.launcher.progress=false"]),  # conf/'s sweeper: runs checked as plain data
+    ("serial", ["hydra.launcher.progress=false"]),
 ])
 class TestRayLauncher(LauncherTestSuite):
-    """Hydra's LauncherTestSuite on the bare launcher, under Hydra's basic sweeper and schedlab's."""
+    """Hydra's LauncherTestSuite on schedlab's launchers under Hydra's basic sweeper."""
 
 
 @pytest.mark.usefixtures("fresh_version_base")
 @pytest.mark.parametrize("launcher_name, overrides", [
-    ("ray", ["hydra/sweeper=schedlab", "hydra.sweeper.max_batch_size=2", "hydra.launcher.progress=false"]),
+    ("ray", ["hydra.sweeper.max_batch_size=2", "hydra.launcher.progress=false"]),
 ])
-class TestSchedlabSweeperBatches(BatchedSweeperTestSuite):
-    """Hydra's BatchedSweeperTestSuite: schedlab's sweeper in batches of two, each launched on Ray."""
+class TestBasicSweeperBatches(BatchedSweeperTestSuite):
+    """Hydra's BatchedSweeperTestSuite: Hydra's basic sweeper in batches of two, each launched on Ray."""
 
 
 @pytest.fixture()
@@ -96,8 +95,9 @@ class TestRayLauncherIntegration(IntegrationTestSuite):
 
 
 def test_discovery() -> None:
-    assert RayLauncher.__name__ in [x.__name__ for x in Plugins.instance().discover(Launcher)]
-    assert SchedlabSweeper.__name__ in [x.__name__ for x in Plugins.instance().discover(Sweeper)]
+    launchers = [x.__name__ for x in Plugins.instance().discover(Launcher)]
+    assert RayLauncher.__name__ in launchers and SerialLauncher.__name__ in launchers
+    assert "BasicSweeper" in [x.__name__ for x in Plugins.instance().discover(Sweeper)]
 
 
 def schedlab_sweep(runner: TSweepRunner, folder: Path, launcher: str, *extra: str) -> list[JobReturn]:
@@ -112,32 +112,34 @@ def schedlab_sweep(runner: TSweepRunner, folder: Path, launcher: str, *extra: st
 
 
 def test_ray_mlflow_keeps_the_contract(hydra_sweep_runner: TSweepRunner, tmp_path: Path) -> None:
-    """schedlab's launcher config (recording hook on) returns what Hydra's basic launcher returns, and
-    a run skipped as recorded before still carries its configs."""
+    """schedlab's launchers (recording on) return what Hydra's basic launcher returns for the same jobs —
+    configs, overrides, numbering, directories — with each run's :class:`RunResult` (the metrics recorded)
+    as its value, and a run skipped as recorded before returns the same result from the store."""
     version.setbase("1.3")  # as sweeps/run.py's @hydra.main does
-    basic = schedlab_sweep(hydra_sweep_runner, tmp_path, "basic")
-    ours = schedlab_sweep(hydra_sweep_runner, tmp_path, "ray_mlflow", "sweep.force=true")
-    assert len(ours) == len(basic) == 2
-    for num, (ref, ret) in enumerate(zip(basic, ours, strict=True)):
-        assert ret.status == ref.status == JobStatus.COMPLETED
-        assert ret.overrides[0] == ("policy=easy", "policy=fcfs")[num]
-        assert ret.overrides == [*ref.overrides, "sweep.force=True"]  # as Hydra's sweeper writes it
-        assert "hydra" not in ret.cfg and ret.cfg.sweep.force
-        assert OmegaConf.masked_copy(ret.cfg, [k for k in ret.cfg if k != "sweep"]) == OmegaConf.masked_copy(
-            ref.cfg, [k for k in ref.cfg if k != "sweep"])
-        assert ret.working_dir == ref.working_dir and ret.task_name == ref.task_name == "run"
-        for key in ("job.name", "job.num", "job.id", "job.chdir", "runtime.cwd"):
-            assert OmegaConf.select(ret.hydra_cfg.hydra, key) == OmegaConf.select(ref.hydra_cfg.hydra, key), key
-        assert list(ret.hydra_cfg.hydra.overrides.task) == ret.overrides
-        output_dir = Path(ret.hydra_cfg.hydra.runtime.output_dir)
-        assert output_dir == tmp_path / "ray_mlflow" / str(num)
-        assert isinstance(ret.return_value, RunOutcome)
-        assert ret.return_value.summary == ref.return_value.summary and ret.return_value.summary["jobs"] == 300
+    basic = schedlab_sweep(hydra_sweep_runner, tmp_path, "basic", "~hydra.callbacks.schedlab")  # records nothing
+    for launcher in ("ray_mlflow", "serial"):
+        ours = schedlab_sweep(hydra_sweep_runner, tmp_path, launcher, "sweep.force=true")
+        assert len(ours) == len(basic) == 2
+        for num, (ref, ret) in enumerate(zip(basic, ours, strict=True)):
+            assert ret.status == ref.status == JobStatus.COMPLETED
+            assert ret.overrides[0] == ("policy=easy", "policy=fcfs")[num]
+            assert ret.overrides == [*ref.overrides, "sweep.force=True"]  # as Hydra's sweeper writes it
+            assert "hydra" not in ret.cfg and ret.cfg.sweep.force
+            assert OmegaConf.masked_copy(ret.cfg, [k for k in ret.cfg if k != "sweep"]) == OmegaConf.masked_copy(
+                ref.cfg, [k for k in ref.cfg if k != "sweep"])
+            assert ret.working_dir is not None and Path(ret.working_dir).name == Path(ref.working_dir).name
+            assert ret.task_name == ref.task_name == "run"
+            for key in ("job.name", "job.num", "job.id", "job.chdir"):
+                assert OmegaConf.select(ret.hydra_cfg.hydra, key) == OmegaConf.select(ref.hydra_cfg.hydra, key), key
+            assert list(ret.hydra_cfg.hydra.overrides.task) == ret.overrides
+            assert Path(ret.hydra_cfg.hydra.runtime.output_dir) == tmp_path / launcher / str(num)
+            assert isinstance(ret.return_value, RunResult) and ret.return_value.run_id is not None
+            assert ret.return_value.metrics == {**ref.return_value.summary, "sim/seconds": mock.ANY}
 
     skipped = schedlab_sweep(hydra_sweep_runner, tmp_path, "ray_mlflow")
     for num, ret in enumerate(skipped):
-        assert ret.status == JobStatus.COMPLETED and isinstance(ret.return_value, Recorded)
-        assert ret.return_value.metrics == {**ours[num].return_value.summary, "sim/seconds": mock.ANY}
+        assert ret.status == JobStatus.COMPLETED and isinstance(ret.return_value, RunResult)
+        assert ret.return_value.metrics == {**basic[num].return_value.summary, "sim/seconds": mock.ANY}
         assert str(ret.return_value) == f"finished in MLflow run {ret.return_value.run_id}"
         assert ret.cfg == basic[num].cfg and ret.hydra_cfg.hydra.job.num == num and ret.task_name == "run"
 
@@ -160,7 +162,8 @@ def test_a_result_that_cannot_be_recorded_is_never_counted_done(hydra_sweep_runn
     version.setbase("1.3")
     elsewhere = StoreLocation.of
     monkeypatch.setattr(StoreLocation, "of", lambda *args: dataclasses.replace(elsewhere(*args), host="elsewhere"))
-    monkeypatch.setattr(Planner, "record", refuse)
+    monkeypatch.setattr(Planner, "claim_on_workers", lambda self, local: None)  # as for a cluster: the driver claims
+    monkeypatch.setattr(RunRecord, "write", refuse)  # the driver's writes (the workers cannot see the store)
     stats = stopped_sweep(hydra_sweep_runner, tmp_path, r"sweep stopped: run #\d \(.*policy=\w+.*\) ended but could "
                                                         r"not be recorded: OSError: .*No space left on device")
     assert (stats["done"], stats["failed"], stats["not_run"]) == (0, 0, 2)
@@ -173,7 +176,7 @@ def test_a_record_the_worker_cannot_write_stops_the_sweep(hydra_sweep_runner: TS
     db = tmp_path / "broken.db"
     db.write_bytes(b"not a database " * 100)
 
-    def broken(self: Planner, index: int) -> RunRecord:
+    def broken(self: Planner, run: object) -> RunRecord:
         return RunRecord(StoreLocation.of(f"sqlite:///{db}", "x", None), Claim("r", "file:///nowhere", 0), {}, {}, {})
 
     version.setbase("1.3")
@@ -220,7 +223,7 @@ def test_a_worker_on_another_machine_hands_its_record_to_the_driver(
     version.setbase("1.3")
     monkeypatch.setattr(StoreLocation, "of", on_another_host)
     # the driver claims, as when Ray is a cluster (a local instance's workers claim: they see the store)
-    monkeypatch.setattr(Planner, "claim_on_workers", lambda self, local_ray: None)
+    monkeypatch.setattr(Planner, "claim_on_workers", lambda self, local: None)
     schedlab_sweep(hydra_sweep_runner, tmp_path, "ray_mlflow")
     found = recorded(tmp_path)
     assert len(found) == 2 and {r.info.status for r in found} == {"FINISHED"}

@@ -333,13 +333,14 @@ def test_2000_run_sweep_with_a_failing_run_and_a_killed_driver(tmp_path: Path) -
 
 
 def test_the_failure_message_says_whether_any_run_completed() -> None:
-    from hydra_plugins.schedlab_ray_launcher._core import failed_error
-    from hydra_plugins.schedlab_ray_launcher.batch import PlannedRun, RunReport, SweepStats
+    from hydra_plugins.schedlab_ray_launcher.batch import SweepStats, failed_error
+    from sweeps.planner import Run
+    from sweeps.record import RunReport
 
-    report = RunReport(run=PlannedRun(index=3, overrides=["seed=3"], config=None), status="FAILED", error="E: x")
-    every = SweepStats(total=2, failed=2, failures=[report])
+    failure = (Run(3, ["seed=3"], {}, {}), RunReport("FAILED", error="E: x"))
+    every = SweepStats(total=2, failed=2, failures=[failure])
     assert str(failed_error(every)) == "2 of 2 runs failed (first: #3, E: x); none completed"
-    assert str(failed_error(SweepStats(total=3, done=1, failed=2, failures=[report]))).endswith("the others completed")
+    assert str(failed_error(SweepStats(total=3, done=1, failed=2, failures=[failure]))).endswith("the others completed")
 
 
 def test_store_calls_wait_out_a_locked_sqlite_and_nothing_else(tmp_path: Path) -> None:

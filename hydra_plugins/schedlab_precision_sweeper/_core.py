@@ -1,11 +1,12 @@
 """The precision sweeper's work: cells from the sweep axes, rounds of seeds, results as they come back.
 
-Each round launches, for every unsettled cell, the seeds :func:`sim.precision.judge` asks for, through
-schedlab's sweep plan (:class:`~hydra_plugins.schedlab_ray_launcher.sweeper.SweepPlan`: the same planning,
-claiming and recording as ``hydra/sweeper=schedlab``, one Ray session for every round). A run's metrics are
-its :class:`sweeps.task.RunOutcome`, or, for a run recorded before, the metrics its
-:class:`sweeps.planner.Recorded` carries. A failed run is counted, never retried within the sweep (a rerun
-of the sweep retries it, like any unfinished run); a seed another live sweep is running is left to it.
+A plain Hydra sweeper: each round asks the configured launcher (``launch(job_overrides, initial_job_idx)``)
+for the seeds :func:`sim.precision.judge` wants for every unsettled cell; how they run — planned, resumed,
+claimed and recorded, one Ray session for every round — is the launcher's business. A run's metrics are its
+:class:`sweeps.claims.RunResult`'s, whether it ran now or was recorded before (a plain
+:class:`sweeps.task.RunOutcome` from a launcher that does not record); a cell whose results say its workload
+ignores the seed is deterministic. A failed run is counted, never retried within the sweep (a rerun of the
+sweep retries it, like any unfinished run); a seed another live sweep is running is left to it.
 """
 
 from __future__ import annotations
@@ -24,12 +25,9 @@ from hydra.errors import CompactHydraException
 from hydra.types import HydraContext, TaskFunction
 from omegaconf import DictConfig, OmegaConf
 
-from hydra_plugins.schedlab_ray_launcher.sweeper import SweepPlan
 from sim import precision as stats
-from sim.core import InputError
-from sweeps import task
 from sweeps._hydra import job_error
-from sweeps.planner import InvalidSweepError, Recorded, task_config
+from sweeps.claims import RunResult
 
 log = logging.getLogger(__name__)
 
@@ -52,7 +50,7 @@ class PrecisionSweep:
     def __init__(self, metrics: Sequence[str], relative_halfwidth: Any = None, absolute_halfwidth: Any = None,
                  confidence: float = 0.95, initial: int = 5, batch: int = 5, max_replications: int = 100,
                  max_failures: int = 3, extrapolate: bool = False, baseline: str | None = None, seed_key: str = "seed",
-                 params: dict[str, str] | None = None, planner: Any = None) -> None:
+                 params: dict[str, str] | None = None) -> None:
         try:
             self.rule = stats.Rule(
                 tuple(stats.Target(str(m), _per_metric(relative_halfwidth, m, "relative_halfwidth"),
@@ -64,45 +62,40 @@ class PrecisionSweep:
         self.baseline = baseline
         self.seed_key = seed_key
         self.params = dict(params or {})
-        self.planner = planner
         self.sweeper: Any = None
-        self.plan: SweepPlan | None = None
         self.verdicts: dict[str, stats.Verdict] = {}
         self.by_index: dict[int, dict[str, float] | None] = {}  # job index → its target metrics (None: failed)
 
     def setup(self, sweeper: Any, *, hydra_context: HydraContext, task_function: TaskFunction,
               config: DictConfig) -> None:
         sweeper.hydra_context, sweeper.config = hydra_context, config
+        sweeper.launcher = Plugins.instance().instantiate_launcher(hydra_context=hydra_context,
+                                                                   task_function=task_function, config=config)
         self.sweeper = sweeper
-        launcher = Plugins.instance().instantiate_launcher(hydra_context=hydra_context, task_function=task_function,
-                                                           config=config)
-        self.plan = SweepPlan(hydra_context, config, launcher, self.planner)
 
     def sweep(self, arguments: list[str]) -> list[Sequence[JobReturn]]:
         """Run rounds until every cell is met, capped, failing or deterministic; print the table."""
-        assert self.plan is not None
         config = self.sweeper.config
         cells = self._cells(arguments)
         baseline_of = self._pairs(cells)
-        state = {cell: stats.Cell(deterministic=not self._stochastic(overrides)) for cell, overrides in cells.items()}
+        state = {cell: stats.Cell() for cell in cells}
         sweep_dir = Path(str(config.hydra.sweep.dir))
         sweep_dir.mkdir(parents=True, exist_ok=True)
         OmegaConf.save(config, sweep_dir / "multirun.yaml")
         returns: list[Sequence[JobReturn]] = []
         index, round_no = 0, 0
-        with self.plan:
-            while True:
-                self.verdicts = {str(k): v for k, v in stats.judge_paired(state, baseline_of, self.rule).items()}
-                jobs = [Job(cell, state[cell].tried + k) for cell in cells for k in range(self.verdicts[cell].more)]
-                if not jobs:
-                    break
-                round_no += 1
-                log.info(f"precision round {round_no}: {len(jobs)} runs for {len({j.cell for j in jobs})} cell(s)")
-                batch = [[*cells[job.cell], f"{self.seed_key}={job.seed}"] for job in jobs]
-                results = self.plan.run(batch, index)
-                returns.append(results)
-                self._take(state, jobs, results, index)
-                index += len(batch)
+        while True:
+            self.verdicts = {str(k): v for k, v in stats.judge_paired(state, baseline_of, self.rule).items()}
+            jobs = [Job(cell, state[cell].tried + k) for cell in cells for k in range(self.verdicts[cell].more)]
+            if not jobs:
+                break
+            round_no += 1
+            log.info(f"precision round {round_no}: {len(jobs)} runs for {len({j.cell for j in jobs})} cell(s)")
+            batch = [[*cells[job.cell], f"{self.seed_key}={job.seed}"] for job in jobs]
+            results = self.sweeper.launcher.launch(batch, initial_job_idx=index)
+            returns.append(results)
+            self._take(state, jobs, results, index)
+            index += len(batch)
         stats.save(sweep_dir / "precision.json", self.verdicts, self.rule)
         print(stats.table(self.verdicts, self.rule.confidence), flush=True)
         print(f"precision sweep: {index} runs in {round_no} round(s); table saved in {sweep_dir / 'precision.json'}")
@@ -159,33 +152,23 @@ class PrecisionSweep:
             pairs[cell] = None if partner == cell else partner
         return pairs
 
-    def _stochastic(self, overrides: list[str]) -> bool:
-        """Whether a cell's workload depends on the seed (its spec says, :attr:`stochastic`)."""
-        assert self.plan is not None
-        run = self.plan.planned([*overrides, f"{self.seed_key}=0"], 0)
-        try:
-            plain = run.plain if run.plain is not None else task_config(run.composed())
-            return bool(task.prepare(plain).workload.stochastic)
-        except InputError as error:
-            raise InvalidSweepError(f"invalid configuration, nothing was run:\n  {error}\n    (cell "
-                                    f"{' '.join(overrides)})") from None
-
     # -- the results -------------------------------------------------------------------------------
     def _take(self, state: dict[str, stats.Cell], jobs: list[Job], results: Sequence[JobReturn], first: int) -> None:
-        """File each run's metrics (or its failure) under its cell and seed (job ``first`` + i is ``jobs[i]``)."""
+        """File each run's metrics (or its failure) under its cell and seed (job ``first`` + i is ``jobs[i]``);
+        a cell whose runs do not depend on the seed is deterministic."""
         for i, (job, ret) in enumerate(zip(jobs, results, strict=True)):
             value = ret.return_value if ret.status == JobStatus.COMPLETED else None
             if ret.status != JobStatus.COMPLETED:
                 log.warning(f"{job.cell} {self.seed_key}={job.seed} failed: {job_error(ret)}")
                 self._file(state, job, first + i, None)
-            elif not isinstance(value, Recorded):
+            elif not isinstance(value, RunResult):  # a launcher that does not record: the task's RunOutcome
                 self._file(state, job, first + i, dict(value.summary))
-            elif value.run_id is not None:  # finished in MLflow before
-                self._file(state, job, first + i, value.metrics)
-            elif value.same_as is not None:  # the same run as an earlier job
-                self._file(state, job, first + i, self.by_index.get(value.same_as))
-            else:  # another live sweep runs it: its result is that sweep's (rerun this one once it ended)
+            elif value.elsewhere is not None:  # another live sweep runs it: its result is that sweep's
                 state[job.cell].elsewhere.add(job.seed)
+            else:
+                state[job.cell].deterministic |= not value.stochastic
+                if value.stochastic or value.same_as is None:  # a replay's other seeds repeat its one run
+                    self._file(state, job, first + i, value.metrics)
 
     def _file(self, state: dict[str, stats.Cell], job: Job, index: int, summary: dict[str, float] | None) -> None:
         if summary is None:

@@ -41,7 +41,6 @@ class PrecisionSweeperConf:
     baseline: Optional[str] = None  # noqa: UP045
     seed_key: str = "seed"
     params: Optional[Dict[str, str]] = None  # noqa: UP006, UP045
-    planner: Any = None  # a sweeps.planner.Planner (_target_); None: run every run, record nothing
 
 
 ConfigStore.instance().store(group="hydra/sweeper", name="precision", node=PrecisionSweeperConf,

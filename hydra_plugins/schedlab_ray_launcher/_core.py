@@ -1,50 +1,25 @@
-"""The launcher's work: start or join Ray, submit planned runs, gather them with ``ray.wait`` as they finish."""
+"""Ray's side of the launcher: start or join Ray (once per sweep), submit the runs of a batch, gather them
+with ``ray.wait`` as they finish; :func:`_execute` is the Ray task, :func:`sweeps`' one run body in a worker."""
 
-import json
+import functools
 import logging
 import pickle
-import socket
 import time
 import traceback
-from collections.abc import Callable
 from typing import Any
 
 import ray
-from hydra.core.hydra_config import HydraConfig
-from hydra.core.utils import JobReturn, JobStatus, filter_overrides, run_job, setup_globals
-from hydra.types import HydraContext, TaskFunction
+from hydra.core.utils import setup_globals
 from omegaconf import DictConfig, OmegaConf
 
 from hydra_plugins.schedlab_ray_launcher import _checks
 from hydra_plugins.schedlab_ray_launcher._progress import Progress
 from hydra_plugins.schedlab_ray_launcher._reaper import Reaper
-from hydra_plugins.schedlab_ray_launcher.batch import (
-    PlannedRun,
-    RunFailedError,
-    RunReport,
-    Sink,
-    SweepAbortedError,
-    SweepStats,
-)
-from sweeps._hydra import (
-    Recipe,
-    RunReturn,
-    finish,
-    job_error,
-    set_singleton_state,
-    singleton_state,
-)
-from sweeps.planner import task_config
+from hydra_plugins.schedlab_ray_launcher.batch import Batch, SweepAbortedError, execute
+from sweeps._hydra import set_singleton_state, singleton_state
+from sweeps.record import RunReport, one_line
 
 log = logging.getLogger(__name__)
-
-
-def failed_error(stats: SweepStats) -> RunFailedError:
-    """What a failed run's JobReturn raises: how many failed, the first, and whether any completed."""
-    first = stats.failures[0]
-    rest = "the others completed" if stats.done + stats.skipped else "none completed"
-    return RunFailedError(f"{stats.failed} of {stats.total} runs failed (first: #{first.run.index}, "
-                          f"{first.error}); {rest}")
 
 
 def preflight(options: dict[str, Any]) -> str | None:
@@ -119,117 +94,91 @@ def _init(what: str, **kwargs: Any) -> Any:
         raise SweepAbortedError(f"{what}: {reason}; nothing was run (rerun to resume)") from None
 
 
-def write_stats(path: Any, stats: SweepStats, timings: dict[str, float]) -> None:
-    """Counts and phase timings (seconds) of a batch, for benchmarks and post-mortems."""
-    counts = {k: getattr(stats, k) for k in ("total", "done", "failed", "skipped", "not_run", "interrupted", "stopped")}
-    path.write_text(json.dumps({**counts, "seconds": stats.seconds, "timings": timings}, indent=1))
+class RayExecutor:
+    """``hydra/launcher=ray``: runs on a local Ray instance or a cluster, one Ray session for the whole sweep."""
+
+    def __init__(self, options: dict[str, Any], sweep: Any) -> None:
+        self.options, self.sweep, self.started = options, sweep, False
+
+    @property
+    def local(self) -> bool:
+        """A local instance: its workers see the driver's store (they claim their runs)."""
+        return str(self.options.get("address") or "local") == "local"
+
+    def preflight(self) -> None:
+        preflight(self.options)
+
+    def run(self, batch: Batch, runtime_env: dict[str, Any]) -> None:
+        tic = time.perf_counter()
+        if not self.started:
+            self.started = connect(self.options, preflight(self.options), runtime_env)
+        batch.timings["ray_start"] = time.perf_counter() - tic
+        tic = time.perf_counter()
+        try:
+            gather(self.options, self.sweep(), batch)
+        finally:
+            batch.stats.seconds += time.perf_counter() - tic
+            batch.timings["runs"] = time.perf_counter() - tic
+
+    def close(self) -> None:
+        """End the Ray session this launcher started or joined (none: nothing to do)."""
+        if self.started:
+            self.started = False
+            shutdown()
 
 
-def run(options: dict[str, Any], task_function: TaskFunction, hydra_context: HydraContext, config: DictConfig,
-        sweep_dir: str, todo: list[PlannedRun], sink: Sink | None, base: Callable[[tuple[str, ...]], DictConfig],
-        stats: SweepStats, returns: dict[int, JobReturn], timings: dict[str, float]) -> None:
-    """Submit the runs (at most ``max_in_flight`` at once), gather them as they finish; a KeyboardInterrupt
-    ends it with ``stats.interrupted`` (the runs in flight are cancelled)."""
+def gather(options: dict[str, Any], sweep: Any, batch: Batch) -> None:
+    """Submit the batch's runs (at most ``max_in_flight`` at once), gather them as they finish; a
+    KeyboardInterrupt propagates once the runs in flight are cancelled."""
     num_cpus = float(options.get("num_cpus", 1.0))
     slots = max(1, int(ray.cluster_resources().get("CPU", 1) // num_cpus))
     limit = int(options.get("max_in_flight") or 2 * slots)
     remote = ray.remote(_execute).options(num_cpus=num_cpus, max_retries=int(options.get("max_retries", 3)),
                                           retry_exceptions=False)
-    shared = [ray.put((task_function, hydra_context.callbacks, singleton_state(), config))]  # a list: not resolved
+    shared = [ray.put((sweep.task_function, sweep.callbacks, singleton_state(), sweep.config))]  # a list: not resolved
     bases: dict[tuple[str, ...], ray.ObjectRef] = {}  # shape → its composition, once in the object store
-    log.info(f"Launching {len(todo)} jobs on Ray ({slots} slots)")
-    pending = list(reversed(todo))
-    in_flight: dict[ray.ObjectRef, PlannedRun] = {}
-    progress = Progress(len(todo), stats, enabled=bool(options.get("progress", True)))
-    tic, slot_seconds = time.perf_counter(), 0.0
+    batch.timings["slots"] = slots
+    log.info(f"Launching {len(batch.todo)} jobs on Ray ({slots} slots)")
+    pending = list(reversed(batch.todo))
+    in_flight: dict[ray.ObjectRef, Any] = {}
+    progress = Progress(len(batch.todo), batch.stats, enabled=bool(options.get("progress", True)))
     try:
         while pending or in_flight:
             while pending and len(in_flight) < limit:
                 run = pending.pop()
-                instead = sink.start(run) if sink is not None else None
-                if instead is not None:  # e.g. another sweep started it meanwhile
-                    returns[run.index] = skipped_return(run, instead, config)
-                    stats.skipped += 1
+                job = batch.submit(run)
+                if job is None:  # e.g. another sweep claimed it meanwhile
                     progress.advance()
                     continue
-                record = sink.recorder(run) if sink is not None else None
+                shape = []
                 if run.recipe is not None:  # the worker composes it from its shape's composition
                     if run.recipe.shape not in bases:
-                        bases[run.recipe.shape] = ray.put(base(run.recipe.shape))
-                    config_or_recipe, shape = run.recipe, [bases[run.recipe.shape]]
-                else:
-                    config_or_recipe, shape = run.composed(), []
-                    run.release()  # the sweep keeps only the configs of runs not yet submitted
+                        bases[run.recipe.shape] = ray.put(sweep.base(run.recipe))
+                    shape = [bases[run.recipe.shape]]
                 # one C-pickled blob: Ray's cloudpickle visits each of a config's ~500 objects in Python
-                plain = run.plain if run.recipe is not None else None  # a described run is checked on the worker
-                job = pickle.dumps((config_or_recipe, run.index, record, plain), protocol=pickle.HIGHEST_PROTOCOL)
-                in_flight[remote.remote(shared, job, shape, sweep_dir)] = run
+                blob = pickle.dumps(job, protocol=pickle.HIGHEST_PROTOCOL)
+                in_flight[remote.remote(shared, blob, shape, sweep.sweep_dir)] = run
             progress.update(running=min(len(in_flight), slots))
             if not in_flight:  # every run left was skipped as it was submitted
                 continue
             ready, _ = ray.wait(list(in_flight), num_returns=1)
             for ref in ready:
-                run = in_flight.pop(ref)
-                report, ret = _collect(ref, run)
-                slot_seconds += report.seconds
-                _record(sink, report, stats)  # counted done only once the sink has recorded it
-                skipped = report.status == "SKIPPED"  # its worker found it claimed or finished by another sweep
-                returns[run.index] = skipped_return(run, report.value, config) if skipped else ret
-                if skipped:
-                    stats.skipped += 1
-                elif report.status == "FINISHED":
-                    stats.done += 1
-                else:
-                    stats.failed += 1
-                    stats.failures.append(report)
+                batch.ended(in_flight.pop(ref), _collect(ref))
                 progress.advance()
-    except KeyboardInterrupt:
-        stats.interrupted = True
     finally:
-        timings.update(runs=time.perf_counter() - tic, slots=slots, task_seconds=slot_seconds)
         for ref in in_flight:
             ray.cancel(ref, force=True)
         progress.close()
 
 
-def skipped_return(run: PlannedRun, value: Any, config: DictConfig) -> JobReturn:
-    """The JobReturn of a run not run here: COMPLETED, returning ``value`` (its configs made on first read)."""
-    return RunReturn(run.composed, value, overrides=list(filter_overrides(run.overrides)),
-                     task_name=OmegaConf.select(config, "hydra.job.name"), status=JobStatus.COMPLETED)
-
-
-def _record(sink: Sink | None, report: RunReport, stats: SweepStats) -> None:
-    """Hand a result to the sink; when it (or its recorder on the worker) cannot record it, stop the sweep
-    (the next would fail too)."""
-    why, cause = report.record_error, None
-    if why is None:
-        if sink is None:
-            return
-        try:
-            sink.on_result(report)
-            return
-        except Exception as error:
-            why, cause = one_line(error), error
-    stats.stopped = f"run #{report.run.index} ({report.run.label}) ended but could not be recorded: {why}"
-    raise SweepAbortedError(f"sweep stopped: {stats.stopped}; runs recorded before it are kept, rerun the "
-                            f"same command to resume") from cause
-
-
-def _collect(ref: ray.ObjectRef, run: PlannedRun) -> tuple[RunReport, JobReturn]:
-    """Turn a finished Ray task (or its death after all retries) into a report and a JobReturn."""
+def _collect(ref: ray.ObjectRef) -> RunReport:
+    """A finished Ray task's report, or the report of its death after all retries."""
     try:
-        report, ret = ray.get(ref)
+        return ray.get(ref)
     except Exception as e:  # raised outside the task function, the worker died max_retries + 1 times, …
         now, cause = time.time(), getattr(e, "cause", None)  # a RayTaskError's first line names only the task
-        report = RunReport(run=run, status="FAILED", error=one_line(cause if isinstance(cause, Exception) else e),
-                           traceback=str(e), start_time=now, end_time=now)
-        ret = JobReturn(status=JobStatus.FAILED)
-        ret.return_value = e
-    report.run = run
-    status = JobStatus.FAILED if report.status == "FAILED" else ret.status
-    value = ret.return_value if ret.status == JobStatus.COMPLETED else job_error(ret)
-    return report, RunReturn(run.composed, value, overrides=run.overrides if ret.overrides is None else ret.overrides,
-                             working_dir=ret.working_dir, task_name=ret.task_name, status=status)
+        return RunReport("FAILED", error=one_line(cause if isinstance(cause, Exception) else e),
+                         traceback="".join(traceback.format_exception(e)), start_time=now, end_time=now)
 
 
 _SHARED: dict[str, Any] = {}  # object id → what it holds, fetched once per worker process
@@ -245,80 +194,14 @@ def _fetch(ref: ray.ObjectRef) -> Any:
     return _SHARED[key]
 
 
-def _execute(shared: list[ray.ObjectRef], job: bytes, base: list[ray.ObjectRef], sweep_dir: str
-             ) -> tuple[RunReport, JobReturn]:
-    """Ray task: run one job through Hydra's ``run_job`` in this worker, then record its report here.
-
-    ``job`` pickles the run's composed config, or the :class:`Recipe` that composes it here from its
-    shape's composition (``base``, fetched once per worker like the task function and Hydra's global
-    state in ``shared``), its index, its recorder (whose ``start()`` may skip the run) and the plain
-    config the driver planned it with (checked before it runs).
-    """
+def _execute(shared: list[ray.ObjectRef], blob: bytes, base: list[ray.ObjectRef], sweep_dir: str) -> RunReport:
+    """Ray task: one :class:`~.batch.Job` (pickled in ``blob``) through :func:`~.batch.execute` in this worker.
+    The task function, callbacks, Hydra's global state and the sweep's config (``shared``) and a recipe's shape
+    composition (``base``) are fetched once per worker."""
     task_function, callbacks, state, master = _fetch(shared[0])
-    config_or_recipe, index, record, plain = pickle.loads(job)
+    job = pickle.loads(blob)
     setup_globals()
     set_singleton_state(state)
-    if isinstance(config_or_recipe, Recipe):
-        cfg = finish(config_or_recipe.compose(_fetch(base[0]), master), index, sweep_dir)
-    else:
-        cfg = config_or_recipe
-    if plain is not None:
-        _check_planned(cfg, plain)
-    instead = record.start() if record is not None else None
-    if instead is not None:
-        return RunReport(run=None, status="SKIPPED", value=instead), JobReturn(status=JobStatus.COMPLETED)
-    ctx = ray.get_runtime_context()
-    start, tic = time.time(), time.perf_counter()
-    ret = run_job(hydra_context=HydraContext(config_loader=None, callbacks=callbacks), task_function=task_function,
-                  config=cfg, job_dir_key="hydra.sweep.dir", job_subdir_key="hydra.sweep.subdir")
-    report = RunReport(run=None, status="FINISHED", seconds=time.perf_counter() - tic, start_time=start,
-                       end_time=time.time(), node_id=ctx.get_node_id(),
-                       node_ip=ray.util.get_node_ip_address() or socket.gethostname())
-    ret.hydra_cfg = ret.cfg = None  # the driver has them; keep the transfer small
-    if ret.status == JobStatus.COMPLETED:
-        report.value = ret.return_value
-    else:
-        failed(report, job_error(ret))
-        ret.return_value = RuntimeError(report.error)  # tracebacks do not cross processes
-    if record is not None:
-        try:
-            report.recorded = record(report)
-        except Exception as error:
-            report.record_error = one_line(error)
-    return report, ret
-
-
-def _check_planned(cfg: DictConfig, plain: dict[str, Any]) -> None:
-    """Refuse to run a config that differs from the plain one the driver planned (and keyed and will
-    record) the run with: the composition cache must never make a run compute something else."""
-    HydraConfig.instance().cfg = cfg
-    ours = task_config(cfg)
-    if json.dumps(ours, sort_keys=True, default=str) != json.dumps(plain, sort_keys=True, default=str):
-        keys = sorted(k for k in {*ours, *plain} if json.dumps(ours.get(k), sort_keys=True, default=str)
-                      != json.dumps(plain.get(k), sort_keys=True, default=str))
-        raise RuntimeError(f"the composed config differs from the one the driver planned the run with "
-                           f"(keys {', '.join(keys)}): not run; a bug of the composition cache, please report it")
-
-
-def failed(report: RunReport, exc: BaseException) -> None:
-    """Mark ``report`` FAILED by ``exc``: its one-line error and its traceback."""
-    report.status, report.error = "FAILED", one_line(exc)
-    report.traceback = "".join(traceback.format_exception(exc))
-
-
-def one_line(exc: BaseException) -> str:
-    text = f"{type(exc).__name__}: {exc}".strip()
-    return text.splitlines()[0][:500] if text else type(exc).__name__
-
-
-def finish_returns(stats: SweepStats, returns: dict[int, JobReturn], runs: list[PlannedRun]) -> list[JobReturn]:
-    """A batch's JobReturns in job order, once its summary is printed: Ctrl-C exits 130; a failed run's
-    JobReturn raises :class:`RunFailedError` (how many failed) when its value is read."""
-    if stats.interrupted:
-        raise SystemExit(130)
-    if stats.failed:
-        error = failed_error(stats)
-        for ret in returns.values():
-            if ret.status == JobStatus.FAILED:
-                ret.return_value = error
-    return [returns[r.index] for r in runs]
+    config = functools.partial(job.config, lambda: _fetch(base[0]), master, sweep_dir)
+    node_ip = ray.util.get_node_ip_address() or ""
+    return execute(config, job.record, task_function, callbacks, ray.get_runtime_context().get_node_id(), node_ip)

@@ -1,16 +1,15 @@
 """Progress bar (done / failed / skipped / running, ETA) and the end-of-sweep summary."""
 
 import sys
+from typing import Any
 
 from tqdm import tqdm
-
-from hydra_plugins.schedlab_ray_launcher.batch import SweepStats
 
 
 class Progress:
     """A tqdm bar over the runs to execute; skipped runs are counted, not timed."""
 
-    def __init__(self, total: int, stats: SweepStats, enabled: bool = True) -> None:
+    def __init__(self, total: int, stats: Any, enabled: bool = True) -> None:
         self.stats = stats
         self.running = 0
         self.bar = tqdm(total=total, desc="sweep", unit="run", disable=not enabled, file=sys.stderr,
@@ -35,16 +34,16 @@ class Progress:
         self.bar.close()
 
 
-def print_summary(stats: SweepStats) -> None:
-    """The end-of-sweep summary on stdout: counts, then one line per failed run."""
+def print_summary(stats: Any) -> None:
+    """A batch's summary on stdout (its :class:`~.batch.SweepStats`): counts, then one line per failed run."""
     head = "sweep interrupted" if stats.interrupted else "sweep stopped" if stats.stopped else "sweep finished"
     line = (f"{head} in {stats.seconds:.1f} s: {stats.total} runs — {stats.done} done, {stats.failed} failed, "
             f"{stats.skipped} skipped")
     if stats.not_run:
         line += f", {stats.not_run} not run"
     print(line)
-    for report in stats.failures:
-        print(f"  FAILED #{report.run.index} ({report.run.label}): {report.error}")
+    for run, report in stats.failures:
+        print(f"  FAILED #{run.index} ({run.label}): {report.error}")
     if stats.interrupted:
         print("  rerun the same command to resume: finished runs are skipped")
     sys.stdout.flush()

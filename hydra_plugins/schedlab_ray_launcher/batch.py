@@ -1,13 +1,36 @@
-"""What the Ray launcher is given — planned runs and, from a sweeper that records them, a :class:`Sink` for
-their results — and what it gives back (a :class:`RunReport` per run, the batch's :class:`SweepStats`)."""
+"""What a launch does, whichever sweeper asked for it: plan the batch it is given, run what is left, and give
+back a JobReturn for every job in order.
+
+:meth:`Sweep.launch` describes (or composes) each job through the sweep's composition cache, has the sweep's
+:class:`sweeps.planner.Planner` validate, key and decide them (one store lookup), hands the runs left to an
+executor (Ray's or this process's) that runs each through :func:`execute` — claim, Hydra's ``run_job``,
+record — and returns the JobReturns: a run not run here returns its recorded :class:`sweeps.claims.RunResult`
+without running. Without a planner (an app without schedlab's callback) every job runs and returns what its
+task function returned.
+
+No ``from __future__ import annotations`` here: Hydra's plugin scan executes this module outside
+``sys.modules``, where dataclasses cannot resolve string annotations.
+"""
 
 import dataclasses
-from collections.abc import Callable
+import functools
+import json
+import socket
+import time
+import traceback
+from collections.abc import Callable, Sequence
+from pathlib import Path
 from typing import Any, Protocol
 
-from hydra.core.utils import filter_overrides
+from hydra.core.utils import JobReturn, JobStatus, configure_log, filter_overrides, run_job, setup_globals
 from hydra.errors import CompactHydraException
-from omegaconf import DictConfig
+from hydra.types import HydraContext, TaskFunction
+from omegaconf import DictConfig, OmegaConf
+
+from hydra_plugins.schedlab_ray_launcher._progress import print_summary
+from sweeps._hydra import Recipe, RunReturn, check_planned, finish, share_cache
+from sweeps.planner import InvalidSweepError, Planner, Run, active_sweep
+from sweeps.record import RunRecord, RunReport, one_line
 
 
 class SweepAbortedError(CompactHydraException):
@@ -16,59 +39,7 @@ class SweepAbortedError(CompactHydraException):
 
 
 class RunFailedError(CompactHydraException):
-    """Raised for a failed run after the sweep summary has been printed."""
-
-
-@dataclasses.dataclass
-class PlannedRun:
-    """One run of a batch: its index, its overrides as the sweeper gave them and either its composed
-    ``config`` (with the ``hydra`` node) or, for a run the composition cache describes, its resolved task
-    config ``plain``, group ``choices`` and the ``recipe`` a worker composes it from. ``build`` composes
-    it (again) on the driver: the launcher drops a config once the run is submitted (:meth:`release`)."""
-
-    index: int
-    overrides: list[str]
-    config: DictConfig | None = None
-    plain: dict[str, Any] | None = None
-    choices: dict[str, str] = dataclasses.field(default_factory=dict)
-    recipe: Any = None
-    build: Callable[[], DictConfig] | None = dataclasses.field(default=None, repr=False, compare=False)
-
-    def composed(self) -> DictConfig:
-        """The run's composed config (composed now if it was not, or was released)."""
-        if self.config is None:
-            assert self.build is not None, f"run #{self.index} has neither a config nor a way to compose it"
-            self.config = self.build()
-        return self.config
-
-    def release(self) -> None:
-        """Drop the composed config when it can be composed again."""
-        if self.build is not None:
-            self.config = None
-
-    @property
-    def label(self) -> str:
-        """The run's own overrides, e.g. ``policy=easy seed=3``."""
-        return " ".join(filter_overrides(self.overrides)) or "(defaults)"
-
-
-@dataclasses.dataclass
-class RunReport:
-    """What the driver learns when a run ends (``value``: the task function's return value)."""
-
-    run: PlannedRun | None  # None on the worker
-    status: str  # "FINISHED", "FAILED" or "SKIPPED" (``value``: why)
-    value: Any = None
-    error: str | None = None
-    traceback: str | None = None
-    node_id: str = ""
-    node_ip: str = ""
-    seconds: float = 0.0
-    start_time: float = 0.0  # epoch seconds
-    end_time: float = 0.0
-    #: what the sink's recorder returned on the worker (the id of the record it wrote), why it failed
-    recorded: Any = None
-    record_error: str | None = None
+    """What a failed run's JobReturn raises, after the batch's summary has been printed."""
 
 
 @dataclasses.dataclass
@@ -82,25 +53,276 @@ class SweepStats:
     seconds: float = 0.0
     interrupted: bool = False
     stopped: str = ""
-    failures: list[RunReport] = dataclasses.field(default_factory=list)
+    failures: list[tuple[Run, RunReport]] = dataclasses.field(default_factory=list)
 
     @property
     def not_run(self) -> int:
         return self.total - self.done - self.failed - self.skipped
 
 
-class Sink(Protocol):
-    """Where a recording sweeper takes the launcher's runs, on the driver, in call order per run."""
+class Executor(Protocol):
+    """Where a launcher's runs execute: a Ray instance or cluster, or this process."""
 
-    def start(self, run: PlannedRun) -> Any:
-        """``None`` to start ``run`` now, else what its JobReturn returns instead (it is counted skipped:
-        e.g. another sweep claimed it meanwhile)."""
+    local: bool  # True when every run executes where the driver's store can be seen (a local Ray, this process)
 
-    def recorder(self, run: PlannedRun) -> Any:
-        """A picklable callable or ``None``. The worker calls its ``start()`` before the run (``None`` to run
-        it, else what its JobReturn returns instead: the run is reported ``SKIPPED``, counted skipped), and
-        calls it with the run's report once it ended (it writes the record there); what that returns
-        reaches :meth:`on_result` as ``report.recorded``."""
+    def preflight(self) -> None:
+        """Refuse bad options or an unreachable cluster before anything is planned."""
 
-    def on_result(self, report: RunReport) -> None:
-        """``report.run`` ended or was skipped by its worker (in completion order); raising stops the sweep."""
+    def run(self, batch: "Batch", runtime_env: dict[str, Any]) -> None:
+        """Run ``batch.todo``, each through :meth:`Batch.submit` and :meth:`Batch.ended`."""
+
+    def close(self) -> None:
+        """End what :meth:`run` started."""
+
+
+@dataclasses.dataclass
+class Job:
+    """What the process that runs a run is handed: its config or the recipe that composes it there (from its
+    shape's composition), its index, its record and the plain config it was planned with."""
+
+    config_or_recipe: DictConfig | Recipe
+    index: int
+    record: RunRecord | None
+    plain: dict[str, Any] | None
+
+    def config(self, base: Callable[[], DictConfig], master: DictConfig, sweep_dir: str) -> DictConfig:
+        """The run's config, composed here from its recipe when it has one (and checked against the plan)."""
+        if not isinstance(self.config_or_recipe, Recipe):
+            return self.config_or_recipe
+        cfg = finish(self.config_or_recipe.compose(base(), master), self.index, sweep_dir)
+        if self.plain is not None:
+            check_planned(cfg, self.plain)
+        return cfg
+
+
+def execute(cfg: Callable[[], DictConfig], record: RunRecord | None, task_function: TaskFunction, callbacks: Any,
+            node_id: str, node_ip: str = "") -> RunReport:
+    """The one body of a run, in a Ray worker or this process: compose and claim it, run it with Hydra's
+    ``run_job``, write its record (when this process sees the store); its report."""
+    try:
+        config = cfg()
+        instead = record.start() if record is not None else None
+    except Exception as error:  # a config that is not the planned one, a store this process cannot see
+        now = time.time()
+        return RunReport("FAILED", error=one_line(error), traceback="".join(traceback.format_exception(error)),
+                         node_id=node_id, node_ip=node_ip, start_time=now, end_time=now)
+    if instead is not None:
+        return RunReport("SKIPPED", instead)
+    start, tic = time.time(), time.perf_counter()
+    ret = run_job(hydra_context=HydraContext(config_loader=None, callbacks=callbacks), task_function=task_function,
+                  config=config, job_dir_key="hydra.sweep.dir", job_subdir_key="hydra.sweep.subdir")
+    report = RunReport.of(ret, start, time.time(), time.perf_counter() - tic, node_id, node_ip)
+    if record is not None:
+        record.finish(report)
+    return report
+
+
+class Batch:
+    """One launch's runs while they execute: what each run is handed (:meth:`submit`), what became of it
+    (:meth:`ended`), the counts."""
+
+    def __init__(self, runs: list[Run], planner: Planner | None, stats: SweepStats, timings: dict[str, float]
+                 ) -> None:
+        self.runs, self.planner, self.stats, self.timings = runs, planner, stats, timings
+        self.todo = [run for run in runs if run.result is None]
+        self.reports: dict[int, RunReport] = {}
+
+    def submit(self, run: Run) -> Job | None:
+        """What the process that runs ``run`` is handed; ``None`` when it is not run after all (the driver
+        claims it and another sweep has it)."""
+        if self.planner is not None and self.planner.claim(run) is not None:
+            self.stats.skipped += 1
+            return None
+        record = self.planner.recorder(run) if self.planner is not None else None
+        if run.recipe is not None:  # composed where it runs, checked against the plan
+            return Job(run.recipe, run.index, record, run.plain)
+        job = Job(run.composed(), run.index, record, None)
+        run.release()  # the sweep keeps only the configs of runs not yet submitted
+        return job
+
+    def ended(self, run: Run, report: RunReport) -> None:
+        """File what became of ``run``; a result that cannot be recorded stops the sweep (the next would fail too)."""
+        why, cause = report.record_error, None
+        if why is None and self.planner is not None:
+            try:
+                self.planner.ended(run, report)
+            except Exception as error:
+                why, cause = one_line(error), error
+        if why is not None:
+            self.stats.stopped = f"run #{run.index} ({run.label}) ended but could not be recorded: {why}"
+            raise SweepAbortedError(f"sweep stopped: {self.stats.stopped}; runs recorded before it are kept, rerun "
+                                    f"the same command to resume") from cause
+        self.reports[run.index] = report
+        if report.status == "SKIPPED":  # its worker found it claimed or finished by another sweep
+            self.stats.skipped += 1
+        elif report.status == "FINISHED":
+            self.stats.done += 1
+        else:
+            self.stats.failed += 1
+            self.stats.failures.append((run, report))
+
+
+class Sweep:
+    """A launcher's sweep: the composition cache it shares with the sweeper, the executor, and every
+    :meth:`launch` the sweeper asks for."""
+
+    def __init__(self, hydra_context: HydraContext, task_function: TaskFunction, config: DictConfig,
+                 executor: Executor) -> None:
+        self.config, self.task_function, self.executor = config, task_function, executor
+        self.callbacks = hydra_context.callbacks
+        self.composer = share_cache(hydra_context, config)
+        self.sweep_dir = str(Path(str(config.hydra.sweep.dir)).absolute())
+        planner = active_sweep(config)
+        if planner is not None:
+            planner.closers.append(executor.close)
+
+    def launch(self, job_overrides: Sequence[Sequence[str]], first: int) -> list[JobReturn]:
+        """Hydra's launcher API: plan the batch, run what is left, a JobReturn per job in order."""
+        setup_globals()
+        configure_log(self.config.hydra.hydra_logging, self.config.hydra.verbose)
+        Path(self.sweep_dir).mkdir(parents=True, exist_ok=True)
+        self.executor.preflight()  # bad options, no cluster: refused before anything is planned
+        planner = active_sweep(self.config)
+        tic = time.perf_counter()
+        runs = [self.planned(list(overrides), first + i, planner is not None)
+                for i, overrides in enumerate(job_overrides)]
+        timings = {"compose": time.perf_counter() - tic}
+        tic = time.perf_counter()
+        if planner is not None:
+            try:
+                planner.plan(self.config, runs)
+            except InvalidSweepError:
+                raise
+            except Exception as error:
+                raise SweepAbortedError(f"could not plan the sweep: {one_line(error)}; nothing was run") from error
+        timings["prepare"] = time.perf_counter() - tic
+        batch = Batch(runs, planner, SweepStats(total=len(runs)), timings)
+        batch.stats.skipped = len(runs) - len(batch.todo)
+        if planner is not None:
+            print(planned_line(len(runs), len(batch.todo), timings), flush=True)
+        try:
+            if batch.todo:
+                if planner is not None:
+                    planner.claim_on_workers(local=self.executor.local)
+                self.executor.run(batch, planner.runtime_env() if planner is not None else {})
+        except KeyboardInterrupt:
+            batch.stats.interrupted = True
+        except SweepAbortedError as error:
+            batch.stats.stopped = batch.stats.stopped or str(error)
+            raise
+        finally:
+            print_summary(batch.stats)
+            write_stats(Path(self.sweep_dir) / f"sweep-{first}.json", batch.stats, timings)
+        if batch.stats.interrupted:
+            raise SystemExit(130)
+        return self.returns(batch)
+
+    def planned(self, overrides: list[str], index: int, describe: bool) -> Run:
+        """One job: described as plain data when the cache can (composed where it runs, which checks it),
+        else composed now."""
+        compose = functools.partial(self.compose, overrides, index)
+        described = self.composer.describe(overrides) if describe else None
+        if described is not None:
+            plain, choices, recipe = described
+            return Run(index, overrides, plain, choices, recipe=recipe, compose=compose)
+        run = Run.of(compose(), index) if describe else Run(index, overrides, {}, {}, compose=compose)
+        run.compose, run.overrides = compose, overrides
+        return run
+
+    def compose(self, overrides: list[str], index: int) -> DictConfig:
+        return finish(self.composer.compose(overrides), index, self.sweep_dir)
+
+    def base(self, recipe: Recipe) -> DictConfig:
+        return self.composer.base(recipe.shape)
+
+    def returns(self, batch: Batch) -> list[JobReturn]:
+        """The batch's JobReturns in job order: a run not run here (or found claimed where it ran) returns its
+        :class:`RunResult`; a failed run's return value raises :class:`RunFailedError` (how many failed)."""
+        error = failed_error(batch.stats) if batch.stats.failed else None
+        name = OmegaConf.select(self.config, "hydra.job.name")
+        out = []
+        for run in batch.runs:
+            report = batch.reports.get(run.index)
+            value, why = self.value(run, report, batch.planner)
+            failed = why is not None
+            out.append(RunReturn(run.composed, (error or RunFailedError(why)) if failed else value,
+                                 overrides=list(filter_overrides(run.overrides)),
+                                 working_dir=report.working_dir if report else None,
+                                 task_name=(report.task_name if report else None) or name,
+                                 status=JobStatus.FAILED if failed else JobStatus.COMPLETED))
+        return out
+
+    @staticmethod
+    def value(run: Run, report: RunReport | None, planner: Planner | None) -> tuple[Any, str | None]:
+        """What ``run``'s JobReturn returns, or why it failed (its own failure, or that of the run it repeats);
+        a result that cannot give ``sweep.objective`` stops the sweep."""
+        if report is not None and report.status == "FAILED":
+            return None, report.error
+        if planner is None:
+            return (report.value if report is not None else None), None
+        value = planner.result(run)
+        if value is not None and value.same_as is not None and not value.metrics:
+            return None, f"run #{run.index} repeats run #{value.same_as}, which failed"
+        if value is not None and planner.objective and value.elsewhere is None:
+            try:
+                value.values()
+            except (TypeError, ValueError) as error:
+                raise SweepAbortedError(f"run #{run.index} ({run.label}): {error}") from None
+        return value, None
+
+
+def planned_line(total: int, todo: int, timings: dict[str, float]) -> str:
+    """What a batch's plan decided, in one line."""
+    if not todo:
+        return f"nothing to run: all {total} runs already recorded or repeating another"
+    seconds = timings["compose"] + timings["prepare"]
+    skipped = total - todo
+    return (f"planned {total} runs in {seconds:.1f} s: {todo} to run"
+            + (f", {skipped} already recorded or repeating another" if skipped else ""))
+
+
+def failed_error(stats: SweepStats) -> RunFailedError:
+    """What a failed run's JobReturn raises: how many failed, the first, and whether any completed."""
+    run, report = stats.failures[0]
+    rest = "the others completed" if stats.done + stats.skipped else "none completed"
+    return RunFailedError(f"{stats.failed} of {stats.total} runs failed (first: #{run.index}, {report.error}); {rest}")
+
+
+def write_stats(path: Path, stats: SweepStats, timings: dict[str, float]) -> None:
+    """Counts and phase timings (seconds) of a batch, for benchmarks and post-mortems."""
+    counts = {k: getattr(stats, k) for k in ("total", "done", "failed", "skipped", "not_run", "interrupted", "stopped")}
+    path.write_text(json.dumps({**counts, "seconds": stats.seconds, "timings": timings}, indent=1))
+
+
+class InProcess:
+    """``hydra/launcher=serial``: every run in this process, one after another (what Hydra's basic launcher
+    does, planned, claimed and recorded like any other)."""
+
+    local = True
+
+    def __init__(self, sweep: Callable[[], "Sweep"], progress: bool = True) -> None:
+        self.sweep, self.progress = sweep, progress
+
+    def preflight(self) -> None:
+        return None
+
+    def run(self, batch: Batch, runtime_env: dict[str, Any]) -> None:
+        from hydra_plugins.schedlab_ray_launcher._progress import Progress
+
+        sweep, tic = self.sweep(), time.perf_counter()
+        progress = Progress(len(batch.todo), batch.stats, enabled=self.progress)
+        try:
+            for run in batch.todo:
+                job = batch.submit(run)
+                if job is not None:
+                    config = functools.partial(job.config, functools.partial(sweep.base, job.config_or_recipe),
+                                               sweep.config, sweep.sweep_dir)
+                    batch.ended(run, execute(config, job.record, sweep.task_function, sweep.callbacks,
+                                             socket.gethostname()))
+                progress.advance()
+        finally:
+            batch.stats.seconds += time.perf_counter() - tic
+            progress.close()
+
+    def close(self) -> None:
+        return None

@@ -1,17 +1,16 @@
-"""``hydra/launcher=ray``: the config schema and a thin Launcher (the work is in ``_core``).
+"""``hydra/launcher=ray`` and ``hydra/launcher=serial``: the config schemas and thin Launchers (the work is in
+:mod:`.batch`, Ray's part in :mod:`._core`).
 
 No ``from __future__ import annotations`` here: OmegaConf reads these dataclass annotations.
 """
 
-import functools
-import time
+import atexit
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any, Dict, Optional  # noqa: UP035 - OmegaConf needs typing generics
 
 from hydra.core.config_store import ConfigStore
-from hydra.core.utils import JobReturn, configure_log, setup_globals
+from hydra.core.utils import JobReturn
 from hydra.plugins.launcher import Launcher
 from hydra.types import HydraContext, TaskFunction
 from omegaconf import DictConfig
@@ -47,86 +46,45 @@ class RayLauncherConf:
     init: Dict[str, Any] = field(default_factory=dict)  # extra ray.init() keywords  # noqa: UP006
 
 
+@dataclass
+class SerialLauncherConf:
+    """Every run in this process, one after another (Hydra's basic launcher, planned and recorded)."""
+
+    _target_: str = "hydra_plugins.schedlab_ray_launcher.ray_launcher.SerialLauncher"
+    progress: bool = True
+
+
 ConfigStore.instance().store(group="hydra/launcher", name="ray", node=RayLauncherConf, provider="schedlab")
+ConfigStore.instance().store(group="hydra/launcher", name="serial", node=SerialLauncherConf, provider="schedlab")
 
 
 class RayLauncher(Launcher):
-    """Runs what it is given as Ray tasks and gathers them as they finish.
-
-    Hydra's :meth:`launch` composes and runs every job; schedlab's sweepers plan first and hand over only
-    the runs left to do (:meth:`run`), with a sink that claims and records them, in one Ray session for
-    the whole sweep (:meth:`close` ends it).
-    """
+    """Plans each batch a sweeper launches (any sweeper: basic, Optuna, precision …), runs what is left as Ray
+    tasks in one Ray session for the whole sweep, and returns a JobReturn per job (:class:`.batch.Sweep`)."""
 
     def __init__(self, **options: Any) -> None:
         self.options = options
-        self.config: Optional[DictConfig] = None  # noqa: UP045
-        self.task_function: Optional[TaskFunction] = None  # noqa: UP045
-        self.hydra_context: Optional[HydraContext] = None  # noqa: UP045
-        self.started = False
+        self.sweep: Any = None
 
     def setup(self, *, hydra_context: HydraContext, task_function: TaskFunction, config: DictConfig) -> None:
-        self.config, self.hydra_context, self.task_function = config, hydra_context, task_function
+        from hydra_plugins.schedlab_ray_launcher.batch import Sweep
+
+        self.sweep = Sweep(hydra_context, task_function, config, self.executor())
+        atexit.register(self.sweep.executor.close)  # the Ray session ends with the sweep, however it ends
+
+    def executor(self) -> Any:
+        from hydra_plugins.schedlab_ray_launcher._core import RayExecutor
+
+        return RayExecutor(self.options, lambda: self.sweep)
 
     def launch(self, job_overrides: Sequence[Sequence[str]], initial_job_idx: int) -> Sequence[JobReturn]:
-        """Hydra's launcher API: compose every job (Hydra's compose, on the driver), run them all."""
-        from hydra_plugins.schedlab_ray_launcher import _core
-        from hydra_plugins.schedlab_ray_launcher._progress import print_summary
-        from hydra_plugins.schedlab_ray_launcher.batch import PlannedRun, SweepStats
-        from sweeps._hydra import finish
+        return self.sweep.launch(job_overrides, initial_job_idx)
 
-        setup_globals()
-        assert self.config is not None and self.hydra_context is not None
-        configure_log(self.config.hydra.hydra_logging, self.config.hydra.verbose)
-        sweep_dir = str(Path(str(self.config.hydra.sweep.dir)).absolute())
-        Path(sweep_dir).mkdir(parents=True, exist_ok=True)
-        loader, config = self.hydra_context.config_loader, self.config
-        def build(overrides: list[str], idx: int) -> DictConfig:
-            return finish(loader.load_sweep_config(config, overrides), idx, sweep_dir)
 
-        runs = [PlannedRun(initial_job_idx + i, list(ov), build=functools.partial(build, list(ov), initial_job_idx + i))
-                for i, ov in enumerate(job_overrides)]
-        for run in runs:
-            run.composed()  # every run composes before any starts
-        stats, returns = SweepStats(total=len(runs)), {}
-        try:
-            self.run(runs, None, stats, returns, {})
-        finally:
-            self.close()
-            print_summary(stats)
-        return _core.finish_returns(stats, returns, runs)
+class SerialLauncher(RayLauncher):
+    """``hydra/launcher=serial``: the same planning, claiming and recording, each run in this process."""
 
-    def run(self, runs: Sequence[Any], sink: Any, stats: Any, returns: dict[int, JobReturn],
-            timings: dict[str, float], base: Any = None, runtime_env: Optional[Dict[str, Any]] = None  # noqa: UP006, UP045
-            ) -> None:
-        """Run ``runs`` (:class:`~.batch.PlannedRun`), joining or starting Ray first if this process has
-        none; each run's JobReturn goes into ``returns`` by index, the counts into ``stats``; ``sink`` (a
-        :class:`~.batch.Sink` or None) claims and records them; ``base`` gives a recipe's composition."""
-        from hydra_plugins.schedlab_ray_launcher import _core
+    def executor(self) -> Any:
+        from hydra_plugins.schedlab_ray_launcher.batch import InProcess
 
-        assert self.config is not None and self.hydra_context is not None and self.task_function is not None
-        tic = time.perf_counter()
-        if not self.started:
-            self.started = _core.connect(self.options, _core.preflight(self.options), runtime_env or {})
-        timings["ray_start"] = time.perf_counter() - tic
-        tic = time.perf_counter()
-        try:
-            _core.run(self.options, self.task_function, self.hydra_context, self.config,
-                      str(Path(str(self.config.hydra.sweep.dir)).absolute()), list(runs), sink, base, stats, returns,
-                      timings)
-        finally:
-            stats.seconds += time.perf_counter() - tic
-
-    def preflight(self) -> None:
-        """Refuse bad options, or an address nothing answers on, before anything is planned or started."""
-        from hydra_plugins.schedlab_ray_launcher import _core
-
-        _core.preflight(self.options)
-
-    def close(self) -> None:
-        """End the Ray session this launcher started or joined (none: nothing to do)."""
-        from hydra_plugins.schedlab_ray_launcher import _core
-
-        if self.started:
-            self.started = False
-            _core.shutdown()
+        return InProcess(lambda: self.sweep, progress=bool(self.options.get("progress", True)))

@@ -1,4 +1,4 @@
-"""Sweep efficiency: ``experiment=bench`` (40 runs of about 1 s) run serially with Hydra's basic
+"""Sweep efficiency: ``experiment=bench`` (40 runs of about 1 s) run serially with schedlab's serial
 launcher, then with the Ray launcher on this machine (it starts its own Ray), then on an existing
 ``ray start --head`` cluster (``hydra.launcher.address=HOST:PORT``). Each sweep is a fresh
 ``sweeps/run.py -m`` process in its own directory with its own SQLite MLflow store.
@@ -92,7 +92,7 @@ def main() -> None:
     cpus = os.cpu_count() or 1
     rows: dict[str, dict] = {}
     with tempfile.TemporaryDirectory(prefix="bench-sweep-") as tmp:
-        for name, overrides in [("serial (basic launcher)", ["hydra/launcher=basic"]),
+        for name, overrides in [("serial launcher", ["hydra/launcher=serial"]),
                                 ("ray local (starts Ray)", [])]:
             cwd = Path(tmp) / name.split()[0] / name.split()[1]
             cwd.mkdir(parents=True)
@@ -108,7 +108,7 @@ def main() -> None:
                 rows["ray existing cluster"] = sweep(cwd, args.runs, f"hydra.launcher.address={address}")
             finally:
                 stop_cluster(temp_dir)
-    serial = rows["serial (basic launcher)"]
+    serial = rows["serial launcher"]
     report = {"meta": machine(cpus=cpus), "runs": args.runs,
               "targets": TARGETS, "results": {}}
     lines = [f"# Sweep efficiency: {args.runs} runs, {cpus} cores", "",

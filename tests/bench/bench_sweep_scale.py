@@ -1,5 +1,6 @@
 """Sweep scale (issue 14): N tiny runs (``policy=easy seed=range(0,N) workload.jobs=20``, ~1 ms of
-simulation each), with the Ray launcher and with Hydra's basic launcher as the baseline.
+simulation each), with the Ray launcher and with the serial launcher (one run at a time in the driver) as the
+baseline.
 
 Per launcher and N: wall of the sweep, wall of a rerun with nothing to do (resume), marginal ms per
 run (the slope of wall between the smallest and largest N), the driver's peak RSS (``VmHWM`` of the
@@ -11,7 +12,7 @@ from a ``git worktree`` of REV (alternating which goes first) and reports the ra
 driver CPU per run. Writes ``sweep_scale.json`` and ``sweep_scale.md``.
 
     python tests/bench/bench_sweep_scale.py --out bench-results [--sizes 100 2000] [--huge]
-        [--no-basic | --only ray|basic] [--baseline REV]
+        [--no-serial | --only ray|serial] [--baseline REV]
 """
 
 from __future__ import annotations
@@ -33,7 +34,7 @@ sys.path.insert(0, str(REPO))
 from tests.bench._output import machine, write  # noqa: E402
 
 ENV = {**os.environ, "RAY_AUTH_MODE": "disabled", "RAY_USAGE_STATS_ENABLED": "0"}
-LAUNCHERS = {"ray": [], "basic": ["hydra/launcher=basic"]}
+LAUNCHERS = {"ray": [], "serial": ["hydra/launcher=serial"]}
 
 
 @dataclass
@@ -148,12 +149,12 @@ def main() -> None:
     parser.add_argument("--out", type=Path, default=Path("bench-results"))
     parser.add_argument("--sizes", type=int, nargs="+", default=[100, 2000])
     parser.add_argument("--huge", action="store_true", help="also N = 10,000 (tens of minutes)")
-    parser.add_argument("--no-basic", action="store_true", help="skip Hydra's basic launcher")
+    parser.add_argument("--no-serial", action="store_true", help="skip the serial launcher")
     parser.add_argument("--only", choices=sorted(LAUNCHERS), help="one launcher only")
     parser.add_argument("--baseline", metavar="REV", help="also run every sweep from a git worktree of REV")
     args = parser.parse_args()
     sizes = sorted(set(args.sizes) | ({10_000} if args.huge else set()))
-    launchers = [k for k in LAUNCHERS if not (args.no_basic and k == "basic") and args.only in (None, k)]
+    launchers = [k for k in LAUNCHERS if not (args.no_serial and k == "serial") and args.only in (None, k)]
     args.out.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(prefix="bench-scale-") as tmp:
         trees = {"this tree": REPO}
