@@ -134,8 +134,23 @@ class MMcQueue(SyntheticHpc):
                         mean_runtime=float(self.mean_runtime), estimate_factor_max=float(self.estimate_factor_max))
 
 
+class _OneFile:
+    """A workload read from one file: ``path`` (as the user wrote it) under ``base_dir``."""
+
+    path: str
+    base_dir: str
+
+    @property
+    def file(self) -> Path:
+        return Path(self.base_dir).expanduser() / Path(self.path).expanduser()
+
+    def input_files(self) -> dict[str, Path]:
+        """The files a run reads, by the name the user gave."""
+        return {self.path: self.file}
+
+
 @dataclass(frozen=True)
-class TraceFile:
+class TraceFile(_OneFile):
     """A trace file in one of :data:`sim.workloads.FORMATS`; a relative ``path`` is read from
     ``base_dir`` (the directory the sweep was launched from)."""
 
@@ -154,14 +169,6 @@ class TraceFile:
             raise InputError(f"workload.path is required for a trace workload; {TRACE_SOURCES}")
         if not self.file.is_file():
             raise InputError(f"trace file not found: {self.file}; {TRACE_SOURCES}")
-
-    @property
-    def file(self) -> Path:
-        return Path(self.base_dir).expanduser() / Path(self.path).expanduser()
-
-    def input_files(self) -> dict[str, Path]:
-        """The files a run reads, by the name the user gave."""
-        return {self.path: self.file}
 
     def build(self, rng: np.random.Generator, cluster: Cluster | None) -> Workload:
         return load_trace(self.file, self.format)
@@ -325,7 +332,7 @@ class WfFormatFolder(_StreamParams):
 
 
 @dataclass(frozen=True)
-class WorkflowFile:
+class WorkflowFile(_OneFile):
     """A workflow-stream JSON file (see :mod:`sim.workflows.files`); its m and c_r must be the cluster's."""
 
     kind = "workflow"  # the metric set and the policies that fit (sim.run)
@@ -344,13 +351,6 @@ class WorkflowFile:
             raise InputError(f"workload.path: workflow-stream file not found: {self.file}")
         if not isinstance(self.warmup, int) or isinstance(self.warmup, bool) or self.warmup < 0:
             raise InputError(f"workload.warmup must be a non-negative integer, got {self.warmup!r}")
-
-    @property
-    def file(self) -> Path:
-        return Path(self.base_dir).expanduser() / Path(self.path).expanduser()
-
-    def input_files(self) -> dict[str, Path]:
-        return {self.path: self.file}
 
     def build(self, rng: np.random.Generator, cluster: Cluster | None) -> Workload:
         m, c_r = _shape(cluster, "workload workflow_file")

@@ -82,6 +82,25 @@ class TestBasicSweeperBatches(BatchedSweeperTestSuite):
     """Hydra's BatchedSweeperTestSuite: Hydra's basic sweeper in batches of two, each launched on Ray."""
 
 
+@pytest.mark.usefixtures("fresh_version_base")
+def test_optunas_sweeper_drives_the_launcher_for_any_app(hydra_sweep_runner: TSweepRunner, tmp_path: Path) -> None:
+    """Hydra's Optuna sweeper on the Ray launcher with an app that is not schedlab's (no callback, nothing
+    planned or recorded): each trial's JobReturn is what its task function returned, and the study finds the
+    minimum, as on Hydra's own launcher."""
+    pytest.importorskip("hydra_plugins.hydra_optuna_sweeper", reason="the tune extra (make test installs it)")
+    (tmp_path / "conf").mkdir()
+    (tmp_path / "conf" / "config.yaml").write_text("x: 0\n")
+    sweep = hydra_sweep_runner(calling_file=str(tmp_path / "app.py"), calling_module=None,
+                               task_function=lambda cfg: float((cfg.x - 2) ** 2), config_path="conf",
+                               config_name="config", temp_dir=tmp_path / "multirun",
+                               overrides=["hydra/sweeper=optuna", "hydra/launcher=ray", "hydra.sweeper.n_trials=8",
+                                          "hydra.sweeper.n_jobs=2", "hydra.sweeper.sampler.seed=1",
+                                          "hydra.launcher.progress=false", "x=choice(0,1,2,3,4)"])
+    with sweep:
+        results = OmegaConf.load(tmp_path / "multirun" / "optimization_results.yaml")
+    assert results.best_value == 0.0 and results.best_params.x == 2
+
+
 @pytest.fixture()
 def extra_flags(ray_session: str) -> list[str]:
     """The integration apps' flags: the Ray launcher, joining the module's Ray."""
