@@ -64,7 +64,7 @@ def run_filters(overrides: list[str]) -> dict[str, str]:
     """The ``key=value`` sweep overrides that pick runs (``workload.jobs=300``); Hydra's own keys,
     group choices and bookkeeping keys (``replications``, ``tracking.*`` …) pick none.
 
-    >>> run_filters(["workload.jobs=300", "replications=2", "hydra/launcher=basic", "++cluster.m=40"])
+    >>> run_filters(["workload.jobs=300", "replications=2", "hydra/launcher=serial", "++cluster.m=40"])
     {'workload.jobs': '300', 'cluster.m': '40'}
     """
     out = {}

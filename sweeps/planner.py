@@ -165,6 +165,7 @@ class Planner:
         #: (policy label, policy config, metrics) of every run finished now or before, for the summary table
         self.results: list[tuple[str, dict[str, Any], dict[str, float]]] = []
         self.existing: dict[tuple[str, str], dict[str, list[Any]]] = {}  # (store, experiment) → runs by key
+        self.locations: dict[tuple[str, str, str | None], StoreLocation] = {}
         self.killed: set[str] = set()  # RUNNING claims of dead sweeps marked KILLED
         self.reran: Counter[str] = Counter()
         self.elsewhere: Counter[str] = Counter()  # sweep id → runs skipped because it is running them
@@ -348,7 +349,10 @@ class Planner:
         if self.store is None:
             return None
         if run.record is None:
-            location = StoreLocation.of(self.store.uri, self.experiment_name, self.store.artifact_root)
+            where = (self.store.uri, self.experiment_name, self.store.artifact_root)
+            if where not in self.locations:  # one per store and sweep: it stats the SQLite file
+                self.locations[where] = StoreLocation.of(*where)
+            location = self.locations[where]
             params = {"policy": run.policy, **run.flat}
             run.record = RunRecord(location, None, run.plain, self.identity_tags(run), params,
                                    Claimant.this(self.sweep_id).tags(), self.run_name(run))

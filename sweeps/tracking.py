@@ -54,12 +54,7 @@ class StoreURI:
     def sqlite_file(self) -> Path | None:
         """The database file of a ``sqlite`` URI (SQLAlchemy's own parse), ``None`` for any other store or an
         in-memory database."""
-        if not self.uri.startswith("sqlite"):
-            return None
-        from sqlalchemy.engine import make_url
-
-        database = make_url(self.uri).database
-        return Path(database) if database and database != ":memory:" else None
+        return _sqlite_file(self.uri) if self.uri.startswith("sqlite") else None
 
     @property
     def folder(self) -> Path | None:
@@ -83,6 +78,14 @@ def flatten(cfg: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
         else:
             flat[dotted] = value
     return flat
+
+
+@cache
+def _sqlite_file(uri: str) -> Path | None:
+    from sqlalchemy.engine import make_url
+
+    database = make_url(uri).database
+    return Path(database) if database and database != ":memory:" else None
 
 
 def non_semantic_key(key: str, non_semantic: Iterable[str]) -> bool:

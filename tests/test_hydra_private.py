@@ -267,7 +267,7 @@ def test_every_launched_run_is_hydras_compose_field_by_field(loader: ConfigLoade
         assert run_key(ours, keys) == run_key(hydras, keys)
         assert json.dumps(run.plain, sort_keys=True) == json.dumps(hydras, sort_keys=True), job
         if run.recipe is not None:
-            on_worker = finish(run.recipe.compose(plan.composer.base(run.recipe.shape), cfg), i, str(tmp_path))
+            on_worker = finish(run.recipe.compose(plan.composer.blob(run.recipe.shape), cfg), i, str(tmp_path))
             assert_same(run.composed(), on_worker)  # a worker composes it from the recipe as the driver does
             check_planned(on_worker, run.plain)  # what the worker checks before it runs it
     assert len({run_key(c, keys) for c in configs}) == len(jobs)

@@ -1,4 +1,5 @@
-"""The schedlab sweeper end to end (hydra_plugins/schedlab_ray_launcher/sweeper.py): real Hydra, Ray, MLflow, no mocks.
+"""Sweeps end to end through ``sweeps/run.py -m`` (Hydra's basic sweeper, schedlab's Ray launcher): real Hydra,
+Ray, MLflow, no mocks.
 
 Each sweep runs ``sweeps/run.py`` in a subprocess from ``tmp_path`` (its own SQLite store there),
 on small runs so the whole file stays around two minutes on two cores.
@@ -368,6 +369,43 @@ def test_store_calls_wait_out_a_locked_sqlite_and_nothing_else(tmp_path: Path) -
     tracking.MlflowStore(sqlite_uri(tmp_path), "x")
     with contextlib.closing(sqlite3.connect(tmp_path / "mlflow.db")) as db:
         assert db.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+
+
+@pytest.mark.parametrize(("uri", "file", "remote", "folder"), [
+    ("sqlite:////d/mlflow.db?timeout=30", "/d/mlflow.db", False, None),
+    ("sqlite:////a%20b/x.db", "/a b/x.db", False, None),
+    ("sqlite:///relative.db", "relative.db", False, None),
+    ("sqlite://", None, False, None),
+    ("sqlite:///:memory:", None, False, None),
+    ("http://127.0.0.1:5000", None, True, None),
+    ("https://mlflow.example/", None, True, None),
+    ("file:///tmp/ml%20runs", None, False, "/tmp/ml runs"),
+    ("mlruns", None, False, "mlruns"),
+])
+def test_one_parse_of_a_store_uri(uri: str, file: str | None, remote: bool, folder: str | None) -> None:
+    from sweeps.tracking import StoreURI
+
+    store = StoreURI(uri)
+    assert (store.sqlite_file, store.remote, store.folder) == (
+        None if file is None else Path(file), remote, None if folder is None else Path(folder))
+
+
+def test_a_sqlite_uri_with_options_is_its_own_file(tmp_path: Path) -> None:
+    """``sqlite:///…/mlflow.db?timeout=30``: WAL and the lock go to the real file (a stray file literally named
+    ``mlflow.db?timeout=30`` was switched to WAL instead), and a worker knows the driver's store by that file."""
+    import sqlite3
+
+    from sweeps import preflight, tracking
+    from sweeps.record import StoreLocation
+
+    uri = f"sqlite:///{tmp_path}/mlflow.db?timeout=30"
+    preflight.check_store(uri)
+    tracking.MlflowStore(uri, "x")
+    assert {p.name for p in tmp_path.iterdir()} <= {"mlflow.db", "mlflow.db.lock", "mlflow.db-wal", "mlflow.db-shm"}
+    with contextlib.closing(sqlite3.connect(tmp_path / "mlflow.db")) as db:
+        assert db.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+    here = StoreLocation.of(uri, "x", None)
+    assert here.file_id == ((stat := (tmp_path / "mlflow.db").stat()).st_dev, stat.st_ino) and here.reachable()
 
 
 def test_a_sweep_submitted_with_ray_job_submit_records_its_runs(tmp_path: Path) -> None:

@@ -85,7 +85,7 @@ class Job:
     record: RunRecord | None
     plain: dict[str, Any] | None
 
-    def config(self, base: Callable[[], DictConfig], master: DictConfig, sweep_dir: str) -> DictConfig:
+    def config(self, base: Callable[[], bytes], master: DictConfig, sweep_dir: str) -> DictConfig:
         """The run's config, composed here from its recipe when it has one (and checked against the plan)."""
         if not isinstance(self.config_or_recipe, Recipe):
             return self.config_or_recipe
@@ -232,8 +232,8 @@ class Sweep:
     def compose(self, overrides: list[str], index: int) -> DictConfig:
         return finish(self.composer.compose(overrides), index, self.sweep_dir)
 
-    def base(self, recipe: Recipe) -> DictConfig:
-        return self.composer.base(recipe.shape)
+    def base(self, recipe: Recipe) -> bytes:
+        return self.composer.blob(recipe.shape)
 
     def returns(self, batch: Batch) -> list[JobReturn]:
         """The batch's JobReturns in job order: a run not run here (or found claimed where it ran) returns its
