@@ -443,7 +443,7 @@ class Planner:
         finally:
             self.close()
         if self.summary and self.results:
-            print(format_policy_table(self.results))
+            print(format_policy_table(self.results, self.objective))
         for line in self.notes() + self.where():
             print(line)
         sys.stdout.flush()

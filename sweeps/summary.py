@@ -33,12 +33,13 @@ def policy_labels(policies: Sequence[tuple[str, dict[str, Any]]]) -> list[str]:
     return out
 
 
-def format_policy_table(results: Sequence[tuple[str, dict[str, Any], dict[str, float]]]) -> str:
+def format_policy_table(results: Sequence[tuple[str, dict[str, Any], dict[str, float]]],
+                        objective: Sequence[str] = ()) -> str:
     """Mean of each metric over the runs of each policy (``(label, policy config, metrics)`` per run,
     skipped runs included, from MLflow).
 
     A multi-resource run has ``util/<resource>`` instead of ``util``: each such column is shown;
-    workflow runs show P, T, O and utilisation.
+    workflow runs show P, T, O and utilisation; the ``objective`` metrics (``sweep.objective``) are added.
 
     >>> print(format_policy_table([("easy", {}, {"wait/mean": 2.0, "util": 0.5})]))
     policy    runs     wait/mean     bsld/mean          util
@@ -53,6 +54,7 @@ def format_policy_table(results: Sequence[tuple[str, dict[str, Any], dict[str, f
     else:
         columns = [c for c in COLUMNS if c in present or c in COLUMNS[:2]]
     columns += sorted(k for k in present if k.startswith("util/"))
+    columns += [m for m in objective if m in present and m not in columns]  # what the sweeper optimised
     width = max([len("policy"), *map(len, groups)]) + 2
     widths = [max(14, len(c) + 2) for c in columns]
     lines = [f"{'policy':<{width}}{'runs':>6}" + "".join(f"{c:>{w}}" for c, w in zip(columns, widths, strict=True))]

@@ -61,3 +61,16 @@ def real_trace(name: str) -> Path:
     if path is None:
         pytest.skip(missing_trace_reason(name))
     return path
+
+
+@pytest.fixture(autouse=True)
+def _sweeps_end_with_their_test():
+    """An in-process sweep that raised (a test expecting its failure) never reached Hydra's on_multirun_end:
+    finish it here, inside its test, rather than at interpreter exit after pytest's summary."""
+    yield
+    import sys
+
+    planner = sys.modules.get("sweeps.planner")  # only when a test imported it
+    if planner is not None:
+        for sweep in list(planner._OPEN.values()):
+            sweep.finish()
