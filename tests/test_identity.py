@@ -1,7 +1,7 @@
 """Resume notices what changed: a finished run is reused only with today's config, input files and
 simulator code (``sweep.reuse=same``); ``sweep.reuse=any`` trusts the config alone.
 
-Most sweeps here drive :class:`sweeps.planner.Planner` in this process (what schedlab's sweeper does
+Most sweeps here drive :class:`sweeps.planner.Planner` in this process (what schedlab's launcher does
 with each batch); one goes through ``sweeps/run.py`` to check what it prints.
 """
 
