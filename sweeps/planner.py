@@ -358,11 +358,12 @@ class Planner:
                                    Claimant.this(self.sweep_id).tags(), self.run_name(run))
         return run.record
 
-    def claim(self, run: Run) -> RunResult | None:
-        """Claim ``run`` here, before it runs, unless its worker will: ``None`` when this sweep runs it, else
-        why not (another sweep claimed or finished it meanwhile; its ``result`` is set)."""
+    def claim(self, run: Run, here: bool = False) -> RunResult | None:
+        """Claim ``run`` here, before it runs, unless its worker will (``here``: even so, e.g. to record a run
+        whose worker failed before claiming it): ``None`` when this sweep runs it, else why not (another sweep
+        claimed or finished it meanwhile; its ``result`` is set)."""
         record = self.recorder(run)
-        if record is None or record.claim is not None or self.workers_claim:
+        if record is None or record.claim is not None or (self.workers_claim and not here):
             return None
         self.start_heartbeat()
         instead = record.claim_in(self.store)
@@ -381,7 +382,7 @@ class Planner:
         if run_id is None and self.store is not None:
             record = self.recorder(run)
             assert record is not None
-            if record.claim is None and self.claim_in_driver(run, record):
+            if self.claim(run, here=True) is not None:
                 return  # another sweep has it
             run_id = record.write(report)
         outcome = report.outcome
@@ -394,15 +395,6 @@ class Planner:
         planned = run.inputs.files if run.inputs is not None else {}
         for name in [n for n, digest in outcome.inputs.items() if planned.get(n) != digest]:
             self.changed_inputs[name] += 1
-
-    def claim_in_driver(self, run: Run, record: RunRecord) -> bool:
-        """Claim a run whose worker failed before claiming it, to record its failure; True when another sweep has it."""
-        assert self.store is not None
-        self.start_heartbeat()
-        instead = record.claim_in(self.store)
-        if instead is not None:
-            self.not_run_here(run, instead)
-        return instead is not None
 
     def result(self, run: Run) -> RunResult | None:
         """What ``run``'s JobReturn returns: its result; a repeat of an earlier run carries that run's metrics."""

@@ -15,6 +15,7 @@ from __future__ import annotations
 import dataclasses
 import os
 import socket
+import time
 import traceback
 from dataclasses import dataclass, field
 from typing import Any
@@ -103,10 +104,21 @@ class RunReport:
         if ret.status == JobStatus.COMPLETED:
             report.value = ret.return_value
         else:
-            exc = job_error(ret)
-            report.status, report.error = "FAILED", one_line(exc)
-            report.traceback = "".join(traceback.format_exception(exc))
+            report.fail(job_error(ret))
         return report
+
+    @classmethod
+    def crashed(cls, exc: BaseException, node_id: str = "", node_ip: str = "") -> RunReport:
+        """The report of a run that failed outside its task function, now (it never started)."""
+        now = time.time()
+        report = cls("FINISHED", node_id=node_id, node_ip=node_ip, start_time=now, end_time=now)
+        report.fail(exc)
+        return report
+
+    def fail(self, exc: BaseException) -> None:
+        """Mark the report FAILED by ``exc``: its one-line error and its traceback."""
+        self.status, self.error = "FAILED", one_line(exc)
+        self.traceback = "".join(traceback.format_exception(exc))
 
     @property
     def outcome(self) -> Any:

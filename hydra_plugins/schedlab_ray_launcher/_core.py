@@ -5,7 +5,6 @@ import functools
 import logging
 import pickle
 import time
-import traceback
 from typing import Any
 
 import ray
@@ -97,8 +96,9 @@ def _init(what: str, **kwargs: Any) -> Any:
 class RayExecutor:
     """``hydra/launcher=ray``: runs on a local Ray instance or a cluster, one Ray session for the whole sweep."""
 
-    def __init__(self, options: dict[str, Any], sweep: Any) -> None:
-        self.options, self.sweep, self.started = options, sweep, False
+    def __init__(self, options: dict[str, Any]) -> None:
+        self.options, self.started = options, False
+        self.address: str | None = None  # the cluster preflight found (None: a local instance)
 
     @property
     def local(self) -> bool:
@@ -106,16 +106,16 @@ class RayExecutor:
         return str(self.options.get("address") or "local") == "local"
 
     def preflight(self) -> None:
-        preflight(self.options)
+        self.address = preflight(self.options)
 
-    def run(self, batch: Batch, runtime_env: dict[str, Any]) -> None:
+    def run(self, sweep: Any, batch: Batch, runtime_env: dict[str, Any]) -> None:
         tic = time.perf_counter()
         if not self.started:
-            self.started = connect(self.options, preflight(self.options), runtime_env)
+            self.started = connect(self.options, self.address, runtime_env)
         batch.timings["ray_start"] = time.perf_counter() - tic
         tic = time.perf_counter()
         try:
-            gather(self.options, self.sweep(), batch)
+            gather(self.options, sweep, batch)
         finally:
             batch.stats.seconds += time.perf_counter() - tic
             batch.timings["runs"] = time.perf_counter() - tic
@@ -176,9 +176,11 @@ def _collect(ref: ray.ObjectRef) -> RunReport:
     try:
         return ray.get(ref)
     except Exception as e:  # raised outside the task function, the worker died max_retries + 1 times, …
-        now, cause = time.time(), getattr(e, "cause", None)  # a RayTaskError's first line names only the task
-        return RunReport("FAILED", error=one_line(cause if isinstance(cause, Exception) else e),
-                         traceback="".join(traceback.format_exception(e)), start_time=now, end_time=now)
+        report = RunReport.crashed(e)
+        cause = getattr(e, "cause", None)  # a RayTaskError's first line names only the task
+        if isinstance(cause, Exception):
+            report.error = one_line(cause)
+        return report
 
 
 _SHARED: dict[str, Any] = {}  # object id → what it holds, fetched once per worker process

@@ -12,12 +12,12 @@ No ``from __future__ import annotations`` here: Hydra's plugin scan executes thi
 ``sys.modules``, where dataclasses cannot resolve string annotations.
 """
 
+import atexit
 import dataclasses
 import functools
 import json
 import socket
 import time
-import traceback
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, Protocol
@@ -27,7 +27,7 @@ from hydra.errors import CompactHydraException
 from hydra.types import HydraContext, TaskFunction
 from omegaconf import DictConfig, OmegaConf
 
-from hydra_plugins.schedlab_ray_launcher._progress import print_summary
+from hydra_plugins.schedlab_ray_launcher._progress import Progress, print_summary
 from sweeps._hydra import Recipe, RunReturn, check_planned, finish, share_cache
 from sweeps.planner import InvalidSweepError, Planner, Run, active_sweep
 from sweeps.record import RunRecord, RunReport, one_line
@@ -68,8 +68,8 @@ class Executor(Protocol):
     def preflight(self) -> None:
         """Refuse bad options or an unreachable cluster before anything is planned."""
 
-    def run(self, batch: "Batch", runtime_env: dict[str, Any]) -> None:
-        """Run ``batch.todo``, each through :meth:`Batch.submit` and :meth:`Batch.ended`."""
+    def run(self, sweep: "Sweep", batch: "Batch", runtime_env: dict[str, Any]) -> None:
+        """Run ``batch.todo`` of ``sweep``, each through :meth:`Batch.submit` and :meth:`Batch.ended`."""
 
     def close(self) -> None:
         """End what :meth:`run` started."""
@@ -103,9 +103,7 @@ def execute(cfg: Callable[[], DictConfig], record: RunRecord | None, task_functi
         config = cfg()
         instead = record.start() if record is not None else None
     except Exception as error:  # a config that is not the planned one, a store this process cannot see
-        now = time.time()
-        return RunReport("FAILED", error=one_line(error), traceback="".join(traceback.format_exception(error)),
-                         node_id=node_id, node_ip=node_ip, start_time=now, end_time=now)
+        return RunReport.crashed(error, node_id, node_ip)
     if instead is not None:
         return RunReport("SKIPPED", instead)
     start, tic = time.time(), time.perf_counter()
@@ -172,9 +170,8 @@ class Sweep:
         self.callbacks = hydra_context.callbacks
         self.composer = share_cache(hydra_context, config)
         self.sweep_dir = str(Path(str(config.hydra.sweep.dir)).absolute())
-        planner = active_sweep(config)
-        if planner is not None:
-            planner.closers.append(executor.close)
+        planner = active_sweep(config)  # what it starts ends with the sweep, however the sweep ends
+        (planner.closers.append if planner is not None else atexit.register)(executor.close)
 
     def launch(self, job_overrides: Sequence[Sequence[str]], first: int) -> list[JobReturn]:
         """Hydra's launcher API: plan the batch, run what is left, a JobReturn per job in order."""
@@ -204,7 +201,7 @@ class Sweep:
             if batch.todo:
                 if planner is not None:
                     planner.claim_on_workers(local=self.executor.local)
-                self.executor.run(batch, planner.runtime_env() if planner is not None else {})
+                self.executor.run(self, batch, planner.runtime_env() if planner is not None else {})
         except KeyboardInterrupt:
             batch.stats.interrupted = True
         except SweepAbortedError as error:
@@ -300,16 +297,14 @@ class InProcess:
 
     local = True
 
-    def __init__(self, sweep: Callable[[], "Sweep"], progress: bool = True) -> None:
-        self.sweep, self.progress = sweep, progress
+    def __init__(self, progress: bool = True) -> None:
+        self.progress = progress
 
     def preflight(self) -> None:
         return None
 
-    def run(self, batch: Batch, runtime_env: dict[str, Any]) -> None:
-        from hydra_plugins.schedlab_ray_launcher._progress import Progress
-
-        sweep, tic = self.sweep(), time.perf_counter()
+    def run(self, sweep: Sweep, batch: Batch, runtime_env: dict[str, Any]) -> None:
+        tic = time.perf_counter()
         progress = Progress(len(batch.todo), batch.stats, enabled=self.progress)
         try:
             for run in batch.todo:

@@ -4,7 +4,6 @@
 No ``from __future__ import annotations`` here: OmegaConf reads these dataclass annotations.
 """
 
-import atexit
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Dict, Optional  # noqa: UP035 - OmegaConf needs typing generics
@@ -70,12 +69,11 @@ class RayLauncher(Launcher):
         from hydra_plugins.schedlab_ray_launcher.batch import Sweep
 
         self.sweep = Sweep(hydra_context, task_function, config, self.executor())
-        atexit.register(self.sweep.executor.close)  # the Ray session ends with the sweep, however it ends
 
     def executor(self) -> Any:
         from hydra_plugins.schedlab_ray_launcher._core import RayExecutor
 
-        return RayExecutor(self.options, lambda: self.sweep)
+        return RayExecutor(self.options)
 
     def launch(self, job_overrides: Sequence[Sequence[str]], initial_job_idx: int) -> Sequence[JobReturn]:
         return self.sweep.launch(job_overrides, initial_job_idx)
@@ -87,4 +85,4 @@ class SerialLauncher(RayLauncher):
     def executor(self) -> Any:
         from hydra_plugins.schedlab_ray_launcher.batch import InProcess
 
-        return InProcess(lambda: self.sweep, progress=bool(self.options.get("progress", True)))
+        return InProcess(progress=bool(self.options.get("progress", True)))
