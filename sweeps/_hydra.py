@@ -2,22 +2,22 @@
 ``tests/test_hydra_private.py`` that names the Hydra version when a release changes it), and the
 composition cache built on them.
 
-The cache (:class:`Composer`, owned by the launcher, which also puts it in front of the config loader it
-shares with the sweeper, :class:`CachedLoader`, so that any sweeper's own compose uses it) composes a
-sweep's runs once per set of config-group choices: Hydra's compose builds the defaults list and merges every
-group file (120–170 ms of driver CPU per run, measured), while runs mostly differ only in value overrides
-(``seed=3``). A run whose shape has no interpolation but ``${hydra:runtime.cwd}`` outside its ``hydra``
-node, and whose value overrides set plain leaves to plain values, is *described*
-(:meth:`Composer.describe`): its resolved task config is its shape's template with the values set, and a
-worker composes it from a :class:`Recipe` and the shape's composition. Any other run is composed by Hydra,
-so errors read as Hydra words them. """
+The cache (:class:`Composer`: the launcher's, installed as the config loader it shares with the sweeper, so
+that any sweeper's own compose uses it) composes a sweep's runs once per set of config-group choices: Hydra's
+compose builds the defaults list and merges every group file (120–170 ms of driver CPU per run, measured),
+while runs mostly differ only in value overrides (``seed=3``). A run whose shape has no interpolation but
+``${hydra:runtime.cwd}`` outside its ``hydra`` node, and whose value overrides set plain leaves to plain
+values, is *described* (:meth:`Composer.describe`): its resolved task config is its shape's template with the
+values set, and a worker composes it from a :class:`Recipe` and the shape's composition. Any other run is
+composed by Hydra, so errors read as Hydra words them."""
 
+import copy
 import json
 import os
 import pickle
 import re
-from collections import OrderedDict
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from functools import lru_cache
 from typing import Any
 
 from hydra._internal.config_loader_impl import get_overrides_dirname
@@ -74,7 +74,7 @@ singleton_state, set_singleton_state = Singleton.get_state, Singleton.set_state
 
 def pickled(cfg: DictConfig) -> bytes:
     """A config as bytes that unpickle to a deep copy: what ``copy.deepcopy`` gives, in about 60 % of its time
-    (measured), half of it spent once when the bytes are kept (:meth:`Composer.blob`)."""
+    (measured), half of it spent once when the bytes are kept (``_Shape.blob``)."""
     return pickle.dumps(cfg, protocol=pickle.HIGHEST_PROTOCOL)
 
 
@@ -99,8 +99,18 @@ def finish(cfg: DictConfig, idx: int, sweep_dir: str) -> DictConfig:
     return cfg
 
 
+def without_callback(callbacks: Any, kind: type) -> Any:
+    """Hydra's ``Callbacks`` of a sweep without those of class ``kind`` (what a launcher's ``run_job`` notifies)."""
+    if callbacks is None:
+        return None
+    kept = copy.copy(callbacks)
+    kept.callbacks = [c for c in callbacks.callbacks if not isinstance(c, kind)]
+    return kept
+
+
 class _Config:
-    """``cfg`` (slot 0) or ``hydra_cfg`` (slot 1) of a :class:`RunReturn`: made on first read, replaceable."""
+    """``cfg`` (slot 0) or ``hydra_cfg`` (slot 1) of a :class:`RunReturn`: made on first read (assigning one
+    replaces it)."""
 
     def __init__(self, slot: int) -> None:
         self.slot = slot
@@ -108,21 +118,16 @@ class _Config:
     def __get__(self, ret: "RunReturn | None", owner: type | None = None) -> Any:
         if ret is None:
             return self
-        if ret._configs[self.slot] is None:
-            config = ret._compose()
-            if self.slot == 0:
-                cfg = OmegaConf.masked_copy(config, [str(k) for k in config if k != "hydra"])
-                OmegaConf.set_struct(cfg, OmegaConf.is_struct(config))
-            else:
-                cfg = OmegaConf.masked_copy(config, "hydra")
-                cfg.hydra._set_parent(config)
-                OmegaConf.set_readonly(cfg.hydra, True)
-            ret._configs[self.slot] = cfg
-        return ret._configs[self.slot]
-
-    def __set__(self, ret: "RunReturn", value: DictConfig | None) -> None:
-        if value is not None:  # JobReturn's __init__ sets None
-            ret._configs[self.slot] = value
+        config = ret._compose()
+        if self.slot == 0:
+            cfg = OmegaConf.masked_copy(config, [str(k) for k in config if k != "hydra"])
+            OmegaConf.set_struct(cfg, OmegaConf.is_struct(config))
+        else:
+            cfg = OmegaConf.masked_copy(config, "hydra")
+            cfg.hydra._set_parent(config)
+            OmegaConf.set_readonly(cfg.hydra, True)
+        ret.__dict__["cfg" if self.slot == 0 else "hydra_cfg"] = cfg
+        return cfg
 
 
 class RunReturn(JobReturn):
@@ -133,10 +138,10 @@ class RunReturn(JobReturn):
     cfg = _Config(0)  # type: ignore[assignment]
     hydra_cfg = _Config(1)  # type: ignore[assignment]
 
-    def __init__(self, compose: Any, value: Any, **fields: Any) -> None:
-        self._compose, self._configs = compose, [None, None]
-        super().__init__(**fields)
-        self.return_value = value
+    def __init__(self, compose: Any, value: Any, overrides: list[str], working_dir: str | None,
+                 task_name: str | None, status: Any) -> None:  # JobReturn's own __init__ would set cfg to None
+        self._compose, self.overrides, self.working_dir, self.task_name = compose, overrides, working_dir, task_name
+        self.status, self._return_value = status, value
 
 
 def _template(base: DictConfig) -> bytes | None:
@@ -179,32 +184,15 @@ def _plain_node(base: DictConfig, key: str) -> bool:
 
 @dataclass
 class _Shape:
-    """One shape's resolved template (``None``: not describable), group choices and plain leaves (by key)."""
+    """One set of group choices: Hydra's composition (read it, do not change it) and its pickle (each run's copy
+    is one unpickling: :func:`pickled`), its resolved template (``None``: not describable), group choices and
+    plain leaves (by key)."""
 
+    base: DictConfig
+    blob: bytes
     template: bytes | None
     choices: dict[str, str]
-    plain_keys: dict[str, bool]
-
-    def plain(self, base: DictConfig, o: Override) -> bool:
-        if o.key_or_group not in self.plain_keys:
-            self.plain_keys[o.key_or_group] = _plain_node(base, o.key_or_group)
-        value = o.value()
-        return (self.plain_keys[o.key_or_group] and isinstance(value, PLAIN_VALUES)
-                and not (isinstance(value, str) and "${" in value))
-
-
-def apply_values(base: bytes, master: DictConfig, parsed: list[Override], values: list[Override]) -> DictConfig:
-    """A run's config from its shape's composition: what Hydra does with the run's value overrides after
-    composing its groups, on a copy of ``base`` (:func:`pickled`; ``parsed``: all its overrides)."""
-    cfg = pickle.loads(base)
-    for o in values:
-        OmegaConf.update(cfg, o.key_or_group, o.value(), merge=True)
-    dirname = cfg.hydra.job.config.override_dirname
-    cfg.hydra.overrides.task = [o.input_line for o in parsed]
-    cfg.hydra.job.override_dirname = get_overrides_dirname(
-        overrides=parsed, exclude_keys=list(dirname.exclude_keys), item_sep=dirname.item_sep, kv_sep=dirname.kv_sep)
-    OmegaConf.copy_cache(from_config=master, to_config=cfg)
-    return cfg
+    plain_keys: dict[str, bool] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -217,8 +205,18 @@ class Recipe:
     values: tuple[int, ...]
 
     def compose(self, base: bytes, master: DictConfig) -> DictConfig:
+        """What Hydra does with the run's value overrides after composing its groups, on a copy of ``base``."""
         parsed = [parse_override(text) for text in self.overrides]
-        return apply_values(base, master, parsed, [parsed[i] for i in self.values])
+        cfg = pickle.loads(base)
+        for i in self.values:
+            OmegaConf.update(cfg, parsed[i].key_or_group, parsed[i].value(), merge=True)
+        dirname = cfg.hydra.job.config.override_dirname
+        cfg.hydra.overrides.task = list(self.overrides)
+        cfg.hydra.job.override_dirname = get_overrides_dirname(
+            overrides=parsed, exclude_keys=list(dirname.exclude_keys), item_sep=dirname.item_sep,
+            kv_sep=dirname.kv_sep)
+        OmegaConf.copy_cache(from_config=master, to_config=cfg)
+        return cfg
 
 
 _PARSER = OverridesParser.create()
@@ -226,6 +224,7 @@ _PARSER = OverridesParser.create()
 _NUMBER = re.compile(r"([A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)*)=(-?(?:0|[1-9][0-9]*))(\.[0-9]+)?")
 
 
+@lru_cache(maxsize=100_000)  # a sweep's overrides recur (``policy=easy`` in every run)
 def parse_override(text: str) -> Override:
     """One override as Hydra's grammar parses it; ``key=number`` (most of a big sweep's) is read directly,
     about a hundred times faster than Hydra's ANTLR parser, into the same :class:`Override` (a property
@@ -244,22 +243,20 @@ Described = tuple[dict[str, Any], dict[str, str], Recipe]
 
 
 class Composer:
-    """The composition cache of one sweep (its master ``config``).
+    """The composition cache of one sweep (its master ``config``), a config loader in place of Hydra's (whose
+    ``load_sweep_config`` it serves for that master config; everything else is Hydra's loader).
 
     Only plain ``group=option`` and ``key=value`` overrides take the cached path; anything else (``+``,
     ``++``, ``~``, ``group@package``, ``hydra`` keys, a ``hydra.searchpath``, a loader without a config
-    repository) and any run whose cached path raises is composed by Hydra itself.
+    repository) and any run whose cached path raises is composed by Hydra itself. The first ``max_bases``
+    shapes are kept (any other is composed again each time).
     """
 
-    def __init__(self, loader: ConfigLoader, master: DictConfig, max_bases: int = 64, max_parsed: int = 100_000
-                 ) -> None:
-        self.loader, self.master, self.max_bases, self.max_parsed = loader, master, max_bases, max_parsed
+    def __init__(self, loader: ConfigLoader, master: DictConfig, max_bases: int = 64) -> None:
+        self.loader, self.master, self.max_bases = loader, master, max_bases
         self._repository = getattr(loader, "repository", None)
         self._searchpath = bool(OmegaConf.select(master, "hydra.searchpath"))
-        self._parsed: dict[str, Override] = {}
         self._is_group: dict[str, bool] = {}
-        self._bases: OrderedDict[tuple[str, ...], DictConfig] = OrderedDict()
-        self._blobs: dict[tuple[str, ...], bytes] = {}
         self._shapes: dict[tuple[str, ...], _Shape] = {}
 
     def describe(self, overrides: list[str]) -> Described | None:
@@ -267,105 +264,74 @@ class Composer:
         split = self._split(overrides)
         if split is None:
             return None
-        parsed, groups, values = split
-        shape = tuple(str(o.input_line) for o in groups)
+        parsed, shape, values = split
         try:
-            base = self.base(shape)
+            known = self._shapes.get(shape) or self.shape(shape)  # a known shape: one lookup
         except Exception:  # Hydra's full compose raises the error, in Hydra's words
             return None
-        if shape not in self._shapes:
-            self._shapes[shape] = _Shape(_template(base), group_choices(base), {})
-        known = self._shapes[shape]
-        if known.template is None or not all(known.plain(base, o) for o in values):
+        if known.template is None:
             return None
-        value_ids = {id(o) for o in values}
         task = pickle.loads(known.template)
-        for o in values:
-            *parents, leaf = o.key_or_group.split(".")
+        for i in values:
+            key, value = parsed[i].key_or_group, parsed[i].value()
+            if key not in known.plain_keys:
+                known.plain_keys[key] = _plain_node(known.base, key)
+            if not known.plain_keys[key] or not isinstance(value, PLAIN_VALUES) or (
+                    isinstance(value, str) and "${" in value):
+                return None
+            *parents, leaf = key.split(".")
             node = task
             for part in parents:
                 node = node[part]
-            node[leaf] = o.value()
-        recipe = Recipe(shape, tuple(overrides), tuple(i for i, o in enumerate(parsed) if id(o) in value_ids))
-        return task, known.choices, recipe
+            node[leaf] = value
+        return task, known.choices, Recipe(shape, tuple(overrides), values)
 
-    def compose(self, overrides: list[str]) -> DictConfig:
-        """The run's config as Hydra composes it (from its shape's cached composition when it can)."""
-        split = self._split(overrides)
-        if split is not None:
-            parsed, groups, values = split
-            try:
-                return apply_values(self.blob(tuple(str(o.input_line) for o in groups)), self.master, parsed, values)
-            except Exception:  # Hydra's full compose raises the error, in Hydra's words
-                pass
-        return self.loader.load_sweep_config(self.master, list(overrides))
+    def shape(self, shape: tuple[str, ...]) -> _Shape:
+        """Hydra's composition with only the group overrides ``shape``, and what the cache keeps of it."""
+        if shape in self._shapes:
+            return self._shapes[shape]
+        base = self.loader.load_sweep_config(self.master, list(shape))
+        known = _Shape(base, pickled(base), _template(base), group_choices(base))
+        if len(self._shapes) < self.max_bases:
+            self._shapes[shape] = known
+        return known
 
-    def base(self, shape: tuple[str, ...]) -> DictConfig:
-        """Hydra's composition with only the group overrides ``shape`` (the ``max_bases`` last used are
-        kept); read it, do not change it."""
-        if shape in self._bases:
-            self._bases.move_to_end(shape)
-        else:
-            self._bases[shape] = self.loader.load_sweep_config(self.master, list(shape))
-            if len(self._bases) > self.max_bases:
-                gone = self._bases.popitem(last=False)[0]
-                self._shapes.pop(gone, None)
-                self._blobs.pop(gone, None)
-        return self._bases[shape]
-
-    def blob(self, shape: tuple[str, ...]) -> bytes:
-        """:meth:`base` pickled once (:func:`pickled`): each run's copy costs one unpickling."""
-        base = self.base(shape)
-        if shape not in self._blobs:
-            self._blobs[shape] = pickled(base)
-        return self._blobs[shape]
-
-    def _split(self, overrides: list[str]) -> tuple[list[Override], list[Override], list[Override]] | None:
-        """All parsed overrides, the group ones and the value ones; ``None``: needs the full compose."""
+    def _split(self, overrides: list[str]) -> tuple[list[Override], tuple[str, ...], tuple[int, ...]] | None:
+        """All parsed overrides, the shape (the group ones) and the positions of the value ones; ``None``:
+        needs the full compose."""
         if self._repository is None or self._searchpath:
             return None
-        parsed = [self._parse(text) for text in overrides]
+        parsed = [parse_override(text) for text in overrides]
         groups, values = [], []
-        for o in parsed:
+        for i, o in enumerate(parsed):
             if (o.is_sweep_override() or o.is_add() or o.is_force_add() or o.is_delete()
                     or o.package is not None or o.key_or_group.startswith("hydra")):
                 return None
             if o.key_or_group not in self._is_group:
                 self._is_group[o.key_or_group] = self._repository.group_exists(o.key_or_group)
             if not self._is_group[o.key_or_group]:
-                values.append(o)
+                values.append(i)
             elif isinstance(o.value(), str):
-                groups.append(o)
+                groups.append(str(o.input_line))
             else:
                 return None
-        return parsed, groups, values
-
-    def _parse(self, text: str) -> Override:
-        """One override, parsed once per sweep (``policy=easy`` recurs in every run)."""
-        if text not in self._parsed:
-            if len(self._parsed) >= self.max_parsed:
-                self._parsed.clear()
-            self._parsed[text] = parse_override(text)
-        return self._parsed[text]
-
-
-class CachedLoader:
-    """Hydra's config loader with a sweep's :class:`Composer` in front of ``load_sweep_config`` for that sweep's
-    master config: a sweeper that composes each job to check it (Hydra's basic sweeper does, 120–170 ms a run)
-    gets the cache's compose, identical to Hydra's (tests/test_hydra_private.py). Everything else is Hydra's
-    loader. Installed by the launcher in the :class:`~hydra.types.HydraContext` the sweeper handed it, which
-    the sweeper holds too (:func:`share_cache`)."""
-
-    def __init__(self, loader: ConfigLoader, composer: Composer) -> None:
-        self.loader, self.composer = loader, composer
+        return parsed, tuple(groups), tuple(values)
 
     def load_sweep_config(self, master_config: DictConfig, sweep_overrides: list[str]) -> DictConfig:
-        if master_config is self.composer.master:
-            return self.composer.compose(list(sweep_overrides))
-        return self.loader.load_sweep_config(master_config, sweep_overrides)
+        """A run of the sweep as Hydra composes it (Hydra's basic sweeper composes each job to check it), from its
+        shape's cached composition when it can; any other master config by Hydra's loader."""
+        split = self._split(list(sweep_overrides)) if master_config is self.master else None
+        if split is not None:
+            _, shape, values = split
+            try:
+                known = self._shapes.get(shape) or self.shape(shape)
+                return Recipe(shape, tuple(sweep_overrides), values).compose(known.blob, self.master)
+            except Exception:  # Hydra's full compose raises the error, in Hydra's words
+                pass
+        return self.loader.load_sweep_config(master_config, list(sweep_overrides))
 
     def __getattr__(self, name: str) -> Any:
-        return getattr(self.loader, name)
+        return getattr(self.__dict__["loader"], name)
 
 
 def share_cache(context: Any, config: DictConfig) -> Composer:
@@ -373,8 +339,7 @@ def share_cache(context: Any, config: DictConfig) -> Composer:
     ``Plugins.instantiate_launcher`` hands the launcher is the sweeper's own) so that sweeper and launcher
     compose through one cache."""
     loader = context.config_loader
-    if isinstance(loader, CachedLoader):
-        return loader.composer
-    composer = Composer(loader, config)
-    context.config_loader = CachedLoader(loader, composer)
-    return composer
+    if isinstance(loader, Composer):
+        return loader
+    context.config_loader = Composer(loader, config)
+    return context.config_loader

@@ -160,34 +160,30 @@ def _module_of(target: str) -> str | None:
 
 class CodeHasher:
     """The code :class:`Fingerprint` of a run from its ``_target_`` s: schedlab's sources plus the researcher's own
-    packages, each read once per driver."""
+    packages, each read once per hasher (the planner keeps one per sweep, and each fingerprint it made)."""
 
     def __init__(self) -> None:
         self._own: dict[str, dict[str, str]] = {}
-        self._code: dict[tuple[str, ...], Fingerprint] = {}
 
     def code(self, targets: Iterable[str]) -> Fingerprint:
-        key = tuple(sorted(set(targets)))
-        if key not in self._code:
-            files = dict(schedlab_sources())
-            for target in key:
-                if target not in self._own:
-                    self._own[target] = own_sources(target)
-                files.update(self._own[target])
-            self._code[key] = Fingerprint(files)
-        return self._code[key]
+        files = dict(schedlab_sources())
+        for target in sorted(set(targets)):
+            if target not in self._own:
+                self._own[target] = own_sources(target)
+            files.update(self._own[target])
+        return Fingerprint(files)
 
 
 class InputHasher:
-    """sha256 of input files, each file read once per driver (a sweep's runs share a few files)."""
+    """sha256 of input files, each file read once per hasher (a sweep's runs share a few files)."""
 
     def __init__(self) -> None:
         self._seen: dict[Path, str] = {}
 
-    def inputs(self, files: Mapping[str, Path]) -> Fingerprint:
-        """``files`` maps the user's name of each file to its path."""
+    def inputs(self, files: Mapping[str, Path] | Iterable[tuple[str, Path]]) -> Fingerprint:
+        """``files`` maps the user's name of each file to its path (or lists those pairs)."""
         out = {}
-        for name, path in files.items():
+        for name, path in dict(files).items():
             resolved = path.resolve()
             if resolved not in self._seen:
                 self._seen[resolved] = sha256_file(resolved)

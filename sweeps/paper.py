@@ -59,11 +59,8 @@ def commands(names: list[str], overrides: list[str], environ: dict[str, str]) ->
 
 
 def run_sweep(command: list[str]) -> int:
-    """Run one sweep in its own process group; its exit status (128 + N when killed by signal N).
-
-    On Ctrl-C the sweep gets one SIGINT and :data:`GRACE` seconds; a second Ctrl-C or the end of
-    the grace kills its whole group. The interrupt is then raised again for the caller.
-    """
+    """Run one sweep in its own process group; its exit status (128 + N when killed by signal N). On Ctrl-C
+    the sweep gets one SIGINT, then its group is killed after :data:`GRACE` s or a second Ctrl-C; it is re-raised."""
     child = subprocess.Popen(command, stdin=subprocess.DEVNULL, process_group=0)
     try:
         code = child.wait()

@@ -14,9 +14,9 @@ runs once per cell) and, with ``sweep.reuse=same`` (the default), the same ``sch
 A policy's label (run name, end-of-sweep table, the MLflow param ``policy``) is its config choice
 (``policy=easy``, ``policy=mine``); a ``policy._target_=…`` override is labelled by its class.
 
-A run to do is claimed as it starts (:mod:`sweeps.claims`): its MLflow run is created RUNNING and its
+A run to do is claimed as it starts (:mod:`sweeps.record`): its MLflow run is created RUNNING and its
 record written into it, so sweeps sharing a store run each key once. Planning and claiming apply one rule
-(:func:`sweeps.claims.skip_rule`).
+(:func:`sweeps.record.skip_rule`).
 """
 
 from __future__ import annotations
@@ -44,9 +44,19 @@ from omegaconf import DictConfig, OmegaConf
 from sim.core import InputError
 from sweeps import task
 from sweeps._hydra import group_choices, task_config
-from sweeps.claims import CLAIM_TAGS, Claimant, Heartbeat, RunResult, skip_rule, stale_sweeps
 from sweeps.identity import REUSE, CodeHasher, Fingerprint, InputHasher, changed_files, own_package
-from sweeps.record import RunRecord, RunReport, StoreLocation, metrics_of
+from sweeps.record import (
+    CLAIM_TAGS,
+    Claimant,
+    Heartbeat,
+    RunRecord,
+    RunReport,
+    RunResult,
+    StoreLocation,
+    metrics_of,
+    skip_rule,
+    stale_sweeps,
+)
 from sweeps.summary import format_policy_table
 from sweeps.tracking import (
     CODE_FILES_TAG,
@@ -72,6 +82,10 @@ class InvalidSweepError(CompactHydraException):
     """A run of the sweep is invalid: nothing was run (Hydra prints only the message)."""
 
 
+class ObjectiveError(CompactHydraException):
+    """A run's result cannot give ``sweep.objective``: the sweep stops (Hydra prints only the message)."""
+
+
 @dataclass
 class Run:
     """One run of a sweep from planning to record. The launcher gives its index, overrides, resolved task
@@ -87,9 +101,11 @@ class Run:
     config: DictConfig | None = field(default=None, repr=False)
     parts: task.RunParts | None = None
     policy: str = ""  # the policy's label (:func:`policy_label`)
+    targets: dict[str, str] = field(default_factory=dict)  # the class or factory each group builds, by group
     workload: str = ""
     flat: dict[str, Any] = field(default_factory=dict)  # the semantic config, flattened once
     key: str = ""
+    tags: dict[str, str] = field(default_factory=dict)  # its identity (run key, fingerprints, targets …)
     code: Fingerprint | None = None
     inputs: Fingerprint | None = None
     record: RunRecord | None = None
@@ -161,11 +177,13 @@ class Planner:
         self.runs: dict[int, Run] = {}
         self.first: dict[str, int] = {}  # run key → the first run of this sweep with it
         self.seeds: dict[str, set[Any]] = {}  # run key of a deterministic run → the seeds asked for
-        self.hasher, self.code_hasher = InputHasher(), CodeHasher()
+        #: fingerprints by targets and by input files, made once per sweep for each (runs share a few)
+        self.code_of, self.inputs_of = cache(CodeHasher().code), cache(InputHasher().inputs)
         #: (policy label, policy config, metrics) of every run finished now or before, for the summary table
         self.results: list[tuple[str, dict[str, Any], dict[str, float]]] = []
         self.existing: dict[tuple[str, str], dict[str, list[Any]]] = {}  # (store, experiment) → runs by key
         self.locations: dict[tuple[str, str, str | None], StoreLocation] = {}
+        self.claimant: dict[str, str] = {}  # this sweep's claim tags
         self.killed: set[str] = set()  # RUNNING claims of dead sweeps marked KILLED
         self.reran: Counter[str] = Counter()
         self.elsewhere: Counter[str] = Counter()  # sweep id → runs skipped because it is running them
@@ -217,7 +235,12 @@ class Planner:
             raise InputError(f"sweep.objective must name metrics, e.g. sweep.objective=[wait/mean] or "
                              f"[bsld/mean,util]; got {sweep.get('objective')!r}")
         self.objective = tuple(objective)
-        run.flat = semantic_config(cfg, non_semantic(cfg))
+        if sweep.get("non_semantic") is None:
+            raise InputError("sweep.non_semantic is missing: the keys that never change a run's result "
+                             "(conf/config.yaml lists them)")
+        run.flat = semantic_config(cfg, sweep["non_semantic"])
+        run.targets = {group: str(node["_target_"]) for group, node in cfg.items()
+                       if isinstance(node, dict) and "_target_" in node}
         run.workload = run.choices.get("workload") or type(run.parts.workload).__name__
         run.policy = policy_label(cfg, run.choices.get("policy", ""), run.overrides)
         self.runs[run.index] = run
@@ -253,8 +276,16 @@ class Planner:
             stochastic = run.parts.workload.stochastic
             run.key = key_of(run.flat if stochastic else {k: v for k, v in run.flat.items() if k != "seed"},
                              run.policy)
-            run.inputs = self.hasher.inputs(run.parts.workload.input_files())
-            run.code = self.code_hasher.code(targets(run.plain).values())
+            run.inputs = inputs = self.inputs_of(tuple(run.parts.workload.input_files().items()))
+            run.code = code = self.code_of(tuple(run.targets.values()))
+            # what identifies the run, set when it is claimed so that other sweeps find it
+            run.tags = {f"{TAG}run_key": run.key, f"{TAG}sweep_id": self.sweep_id, f"{TAG}git_commit": git_commit(),
+                        f"{TAG}version": schedlab_version(), CODE_TAG: code.digest, INPUTS_TAG: inputs.digest,
+                        **{f"{TAG}target.{group}": target for group, target in run.targets.items()}}
+            if inputs.files and inputs.manifest:
+                run.tags[INPUT_FILES_TAG] = inputs.manifest
+            if code.manifest:
+                run.tags[CODE_FILES_TAG] = code.manifest
         self.experiment_name = ADHOC_EXPERIMENT if self.adhoc else str(first.get("experiment_name") or ADHOC_EXPERIMENT)
         tracking = first.get("tracking") or {}
         existing: dict[str, list[Any]] = {}
@@ -272,8 +303,9 @@ class Planner:
                 self.not_run_here(run, RunResult(reason=f"same run as #{same}", same_as=same))
             else:
                 found = [r for r in existing.get(run.key, []) if r.info.run_id not in self.killed]
-                decision, dead = skip_rule(found, self.identity_tags(run), sweep, beats, now)
-                self.take_over(dead)
+                decision, dead = skip_rule(found, run.tags, sweep, beats, now)
+                if dead:
+                    self.take_over(dead)
                 if isinstance(decision, RunResult):
                     self.not_run_here(run, decision)
                 elif (finished := [r for r in found if r.info.status == "FINISHED"]) and not sweep.get("force", False):
@@ -327,7 +359,7 @@ class Planner:
     def runtime_env(self) -> dict[str, Any]:
         """The researcher's own packages the planned runs' ``_target_`` s live in, for Ray to ship to a
         cluster's nodes (``py_modules``: a package folder or a single module file each)."""
-        places = {own[1] for run in self.runs.values() for target in targets(run.plain).values()
+        places = {own[1] for run in self.runs.values() for target in run.targets.values()
                   if (own := own_package(target)) is not None}
         return {"py_modules": sorted(str(place) for place in places)} if places else {}
 
@@ -352,10 +384,10 @@ class Planner:
             where = (self.store.uri, self.experiment_name, self.store.artifact_root)
             if where not in self.locations:  # one per store and sweep: it stats the SQLite file
                 self.locations[where] = StoreLocation.of(*where)
-            location = self.locations[where]
-            params = {"policy": run.policy, **run.flat}
-            run.record = RunRecord(location, None, run.plain, self.identity_tags(run), params,
-                                   Claimant.this(self.sweep_id).tags(), self.run_name(run))
+            self.claimant = self.claimant or Claimant.this(self.sweep_id).tags()
+            name = run_name(run.policy, run.plain, run.overrides, self.swept, seed=run.parts.workload.stochastic)
+            run.record = RunRecord(self.locations[where], None, run.plain, run.tags,
+                                   {"policy": run.policy, **run.flat}, self.claimant, name)
         return run.record
 
     def claim(self, run: Run, here: bool = False) -> RunResult | None:
@@ -366,7 +398,7 @@ class Planner:
         if record is None or record.claim is not None or (self.workers_claim and not here):
             return None
         self.start_heartbeat()
-        instead = record.claim_in(self.store)
+        instead = record.start(self.store)
         if instead is not None:
             self.not_run_here(run, instead)
         return instead
@@ -384,7 +416,7 @@ class Planner:
             assert record is not None
             if self.claim(run, here=True) is not None:
                 return  # another sweep has it
-            run_id = record.write(report)
+            run_id = record.write(report, self.store)
         outcome = report.outcome
         if outcome is None:
             return
@@ -396,32 +428,22 @@ class Planner:
         for name in [n for n, digest in outcome.inputs.items() if planned.get(n) != digest]:
             self.changed_inputs[name] += 1
 
-    def result(self, run: Run) -> RunResult | None:
-        """What ``run``'s JobReturn returns: its result; a repeat of an earlier run carries that run's metrics."""
+    def result(self, run: Run) -> tuple[RunResult | None, str | None]:
+        """What ``run``'s JobReturn returns, its result (a repeat of an earlier run carries that run's metrics), or
+        why it failed (it repeats a run that failed); :class:`ObjectiveError` when it cannot give
+        ``sweep.objective``."""
         result = run.result
         if result is not None and result.same_as is not None:
             twin = self.runs[result.same_as].result
-            if twin is not None:
-                result = dataclasses.replace(result, metrics=dict(twin.metrics), run_id=twin.run_id)
-        return result
-
-    def identity_tags(self, run: Run) -> dict[str, str]:
-        """What identifies ``run`` (run key, code and input fingerprints, classes), set when it is claimed so
-        that other sweeps find it."""
-        inputs, code = run.inputs, run.code
-        assert inputs is not None and code is not None
-        tags = {f"{TAG}run_key": run.key, f"{TAG}sweep_id": self.sweep_id, f"{TAG}git_commit": git_commit(),
-                f"{TAG}version": schedlab_version(), CODE_TAG: code.digest, INPUTS_TAG: inputs.digest,
-                **{f"{TAG}target.{group}": target for group, target in targets(run.plain).items()}}
-        if inputs.files and inputs.manifest:
-            tags[INPUT_FILES_TAG] = inputs.manifest
-        if code.manifest:
-            tags[CODE_FILES_TAG] = code.manifest
-        return tags
-
-    def run_name(self, run: Run) -> str:
-        assert run.parts is not None
-        return run_name(run.policy, run.plain, run.overrides, self.swept, seed=run.parts.workload.stochastic)
+            if twin is None or not twin.metrics:
+                return None, f"run #{run.index} repeats run #{result.same_as}, which failed"
+            result = dataclasses.replace(result, metrics=dict(twin.metrics), run_id=twin.run_id)
+        if result is not None and self.objective and result.elsewhere is None:
+            try:
+                result.values()
+            except (TypeError, ValueError) as error:
+                raise ObjectiveError(f"run #{run.index} ({run.label}): {error}") from None
+        return result, None
 
     # -- the end -----------------------------------------------------------------------------------
     def finish(self) -> None:
@@ -476,21 +498,6 @@ class Planner:
             return []
         return [f"MLflow: experiment {self.experiment_name!r} in {self.store.uri} (sweep {self.sweep_id}); "
                 f"its runs: {browse(self.store.uri, self.store.experiment_id)}"]
-
-
-def non_semantic(cfg: dict[str, Any]) -> tuple[str, ...]:
-    """``sweep.non_semantic``: the keys that never change a run's result (listed in conf/config.yaml)."""
-    listed = (cfg.get("sweep") or {}).get("non_semantic")
-    if listed is None:
-        raise InputError("sweep.non_semantic is missing: the keys that never change a run's result "
-                         "(conf/config.yaml lists them)")
-    return tuple(listed)
-
-
-def targets(cfg: dict[str, Any]) -> dict[str, str]:
-    """The class or factory each config group builds, by group (``{"policy": "sim.policies…"}``)."""
-    return {group: str(node["_target_"]) for group, node in cfg.items()
-            if isinstance(node, dict) and "_target_" in node}
 
 
 def policy_label(cfg: dict[str, Any], choice: str, overrides: Sequence[str] = ()) -> str:

@@ -1,10 +1,10 @@
 """The tracking store, checked before anything runs, and said out loud.
 
-A tracking server that is down used to cost minutes of MLflow's HTTP retries and end in a traceback; a
-read-only SQLite file let Ray start and every run fail to record. :func:`check_store` finds both in
-about a second, with one message naming the store and the fix. :func:`describe_store` is the line every
-sweep prints first, so a sweep launched from another directory (``tracking=sqlite`` is relative to the
-launch directory) does not silently record into a second store.
+A tracking server that is down costs minutes of MLflow's HTTP retries and a traceback; a read-only SQLite
+file lets Ray start and every run fail to record. :func:`check_store` finds both in about a second, with one
+message naming the store and the fix. :func:`describe_store` is the line every sweep prints first, so a sweep
+launched from another directory (``tracking=sqlite`` is relative to it) does not silently record into a
+second store.
 """
 
 from __future__ import annotations
@@ -27,6 +27,10 @@ PROBE_SECONDS = 3.0
 #: these keep a server that goes down mid-sweep under a minute. Set either variable to override.
 HTTP_LIMITS = {"MLFLOW_HTTP_REQUEST_MAX_RETRIES": "2", "MLFLOW_HTTP_REQUEST_TIMEOUT": "15"}
 ELSEWHERE = "record elsewhere with tracking.uri=sqlite:///PATH/mlflow.db, or record nothing with tracking=none"
+#: filesystem types whose locking SQLite cannot rely on (NFS, Lustre, GPFS, SMB, Ceph, Gluster, BeeGFS, sshfs …)
+NETWORK_FS = ("nfs", "nfs4", "lustre", "gpfs", "cifs", "smb3", "smbfs", "ceph", "glusterfs", "fuse.glusterfs",
+              "beegfs", "fuse.sshfs", "9p", "afs", "panfs", "orangefs", "fuse.cephfs", "wekafs")
+MOUNT_TABLE = Path("/proc/self/mountinfo")
 
 
 class StoreUnusableError(CompactHydraException):
@@ -34,8 +38,7 @@ class StoreUnusableError(CompactHydraException):
 
 
 def check_tracking(config: DictConfig) -> None:
-    """Check the store ``config``'s ``tracking`` names (raises :class:`StoreUnusableError`), then print
-    where the runs will be recorded."""
+    """Check the store ``config``'s ``tracking`` names (:func:`check_store`), then print where runs go."""
     HydraConfig.instance().set_config(config)  # the default store is relative to ${hydra:runtime.cwd}
     uri = OmegaConf.select(config, "tracking.uri", default=None)
     check_store(uri, OmegaConf.select(config, "tracking.artifact_root", default=None))
@@ -93,9 +96,8 @@ def _probe_server(uri: str) -> None:
 
 
 def _check_sqlite(uri: str, path: Path) -> None:
-    """The SQLite file (or, before the first run, its folder) must be writable: a write of the file's own
-    ``user_version`` is rolled back, so a read-only file is found now and not by each run (SQLite opens a
-    write-protected file read-only without complaint; only a write tells)."""
+    """The SQLite file (or, before the first run, its folder) must be writable: SQLite opens a write-protected
+    file read-only without complaint, so a write of its own ``user_version`` is tried and rolled back."""
     _check_folder(path.parent, uri, create=False)  # SQLite writes its journal beside the file
     shared = network_filesystem(path.parent)
     if shared is not None:
@@ -123,14 +125,6 @@ def _check_sqlite(uri: str, path: Path) -> None:
                                  f"(chmod u+w {path}) or {ELSEWHERE}; nothing was run") from None
 
 
-#: filesystem types whose locking SQLite cannot rely on (NFS, Lustre, GPFS, SMB, Ceph, Gluster, BeeGFS, sshfs …)
-NETWORK_FS = ("nfs", "nfs4", "lustre", "gpfs", "cifs", "smb3", "smbfs", "ceph", "glusterfs", "fuse.glusterfs",
-              "beegfs", "fuse.sshfs", "9p", "afs", "panfs", "orangefs", "fuse.cephfs", "wekafs")
-
-
-MOUNT_TABLE = Path("/proc/self/mountinfo")
-
-
 def network_filesystem(folder: Path) -> str | None:
     """``"TYPE at MOUNT POINT"`` when ``folder`` lies on a network filesystem (its longest-matching mount in
     the mount table), else ``None`` (also when the table cannot be read)."""
@@ -149,7 +143,7 @@ def network_filesystem(folder: Path) -> str | None:
 
 def _probe_create(folder: Path, uri: str) -> None:
     """Create and remove a file where the store will be: a folder that looks writable but is not a real
-    file system (``/proc``, ``/sys``) made MLflow retry for minutes."""
+    file system (``/proc``, ``/sys``) makes MLflow retry for minutes."""
     probe = folder / f".schedlab-probe-{os.getpid()}"
     try:
         probe.write_bytes(b"")

@@ -9,6 +9,7 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import json
+import re
 import sqlite3
 import subprocess
 import tempfile
@@ -94,13 +95,19 @@ def non_semantic_key(key: str, non_semantic: Iterable[str]) -> bool:
     >>> non_semantic_key("tracking.uri", ["tracking"]), non_semantic_key("trackings", ["tracking"])
     (True, False)
     """
-    return any(key == d or key.startswith(d + ".") for d in non_semantic)
+    return _under(tuple(non_semantic))(key) is not None
+
+
+@cache
+def _under(keys: tuple[str, ...]) -> Callable[[str], Any]:
+    """A match of a dotted key that is, or lies under, one of ``keys``."""
+    return re.compile("|".join(rf"{re.escape(k)}(\.|$)" for k in keys) or "(?!)").match
 
 
 def semantic_config(cfg: Mapping[str, Any], non_semantic: Iterable[str]) -> dict[str, Any]:
     """``cfg`` flattened, without the dotted keys (or key prefixes) in ``non_semantic``."""
-    drop = tuple(non_semantic)
-    return {k: v for k, v in flatten(cfg).items() if not non_semantic_key(k, drop)}
+    under = _under(tuple(non_semantic))
+    return {k: v for k, v in flatten(cfg).items() if under(k) is None}
 
 
 def run_key(cfg: Mapping[str, Any], non_semantic: Iterable[str], label: str = "") -> str:
@@ -175,11 +182,11 @@ class LoggedRun:
 
 @dataclass(frozen=True)
 class Claim:
-    """A run created RUNNING before it runs (:mod:`sweeps.claims`): its record is written into it."""
+    """A run created RUNNING before it runs (:mod:`sweeps.record`): its record is written into it."""
 
     run_id: str
     artifact_uri: str
-    start_time: int  # ms, as MLflow stored it: the order of simultaneous claims (:func:`sweeps.claims.claim_order`)
+    start_time: int  # ms, as MLflow stored it: the order of simultaneous claims (:func:`sweeps.record.claim_order`)
 
 
 class MlflowStore:
@@ -251,9 +258,6 @@ class MlflowStore:
     def mark_killed(self, run_id: str) -> None:
         locked_retry(self.client.set_terminated, run_id, status="KILLED")
 
-    def status(self, run_id: str) -> str:
-        return locked_retry(self.client.get_run, run_id).info.status
-
     def claim(self, tags: dict[str, str], run_name: str) -> Claim:
         """Create the run, RUNNING, before it runs."""
         created = locked_retry(self.client.create_run, self.experiment_id, tags=tags, run_name=run_name)
@@ -264,7 +268,7 @@ class MlflowStore:
         locked_retry(self.client.delete_run, run_id)
 
     def sweeps(self) -> dict[str, str]:
-        """The experiment's tags, where running sweeps keep their heartbeats (:mod:`sweeps.claims`)."""
+        """The experiment's tags, where running sweeps keep their heartbeats (:mod:`sweeps.record`)."""
         return dict(locked_retry(self.client.get_experiment, self.experiment_id).tags)
 
     def set_sweep_tag(self, key: str, value: str | None) -> None:
@@ -284,7 +288,7 @@ class MlflowStore:
         from mlflow.entities import Metric, Param, RunTag
         from mlflow.store.artifact.artifact_repository_registry import get_artifact_repository
 
-        if self.status(claim.run_id) != "RUNNING":
+        if locked_retry(self.client.get_run, claim.run_id).info.status != "RUNNING":
             return claim.run_id
         now = int(time.time() * 1000)
         locked_retry(self.client.log_batch, claim.run_id,

@@ -1,4 +1,4 @@
-"""Nothing doubled: runs are claimed before they run (``sweeps/claims.py``), so whatever happens — two
+"""Nothing doubled: runs are claimed before they run (``sweeps/record.py``), so whatever happens — two
 identical sweeps at once, on a new or an existing store, SQLite or a tracking server; workers killed
 right after writing their record; a dead sweep's claims — every run key ends FINISHED exactly once and
 no run is left RUNNING. Real processes, real Ray, real MLflow.
@@ -21,8 +21,8 @@ from hydra import compose
 from hydra.core.hydra_config import HydraConfig
 from mlflow.tracking import MlflowClient
 
-from sweeps.claims import CLAIM_TAGS, SWEEP_TAG, RunResult
 from sweeps.planner import Planner, Run
+from sweeps.record import CLAIM_TAGS, SWEEP_TAG, RunResult
 from tests.test_identity import EXPERIMENT, conf, trace_dir, trace_runs  # noqa: F401 (fixtures)
 from tests.test_sweeper import ENV, RUN, SMALL, descendants, kill_tree, mlflow_server, runs, sqlite_uri  # noqa: F401
 
@@ -163,7 +163,7 @@ def test_a_claim_elsewhere_is_skipped_while_its_sweep_beats_and_taken_over_after
     _, tracker = planned(overrides)  # opens the store; claim as the other host would
     assert tracker.store is not None
     other = dict(zip(CLAIM_TAGS, ("far-sweep", "elsewhere", "1", "1"), strict=True))
-    run = tracker.store.claim({**tracker.identity_tags(tracker.runs[0]), **other}, "easy")
+    run = tracker.store.claim({**tracker.runs[0].tags, **other}, "easy")
     tracker.store.set_sweep_tag(SWEEP_TAG + "far-sweep", json.dumps({"beat": time.time()}))
     decision, tracker = planned(overrides)
     assert str(decision) == "running in another sweep: far-sweep" and decision.elsewhere == "far-sweep"

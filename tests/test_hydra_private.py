@@ -4,6 +4,7 @@ Hydra's full compose gives, run by run."""
 
 from __future__ import annotations
 
+import dataclasses
 import inspect
 import json
 from collections.abc import Iterator
@@ -32,7 +33,6 @@ from omegaconf import AnyNode, DictConfig, ListConfig, OmegaConf, open_dict
 from hydra_plugins.schedlab_ray_launcher.batch import Sweep
 from sweeps import _hydra
 from sweeps._hydra import (
-    CachedLoader,
     Composer,
     Described,
     check_planned,
@@ -80,6 +80,27 @@ def test_canary_job_return_and_singletons() -> None:
     state = _hydra.singleton_state()
     canary(isinstance(state, dict) and "instances" in state, "Singleton.get_state")
     _hydra.set_singleton_state(state)
+
+
+def test_canary_callbacks_and_job_return_fields() -> None:
+    """A launcher's runs notify the sweep's callbacks but schedlab's (``Callbacks.callbacks``), and a RunReturn
+    sets JobReturn's fields itself (its ``__init__`` would set ``cfg``)."""
+    from hydra._internal.callbacks import Callbacks
+
+    from sweeps.callback import SchedlabCallback
+
+    log = "hydra.experimental.callbacks.LogJobReturnCallback"
+    callbacks = Callbacks(OmegaConf.create({"hydra": {"callbacks": {
+        "s": {"_target_": "sweeps.callback.SchedlabCallback"}, "l": {"_target_": log}}}}))
+    kept = _hydra.without_callback(callbacks, SchedlabCallback)
+    canary([type(c).__name__ for c in kept.callbacks] == ["LogJobReturnCallback"] and len(callbacks.callbacks) == 2,
+           "hydra._internal.callbacks.Callbacks.callbacks")
+    fields = [f.name for f in dataclasses.fields(JobReturn)]
+    canary(fields == ["overrides", "cfg", "hydra_cfg", "working_dir", "task_name", "status", "_return_value"],
+           "JobReturn's fields")
+    ret = _hydra.RunReturn(lambda: OmegaConf.create({"a": 1, "hydra": {"x": 2}}), 5, overrides=["a=1"],
+                           working_dir=None, task_name="t", status=JobStatus.COMPLETED)
+    assert ret.return_value == 5 and ret.cfg == {"a": 1} and ret.hydra_cfg.hydra.x == 2
 
 
 CONF = REPO / "conf"
@@ -146,7 +167,7 @@ def resolved(cfg: DictConfig) -> dict[str, Any]:
 def compose(loader: ConfigLoader | Composer, cfg: DictConfig, overrides: list[str]) -> DictConfig | str:
     """The composed run config (Hydra's, or the cache's), or the composition error as Hydra reports it."""
     try:
-        return loader.compose(overrides) if isinstance(loader, Composer) else loader.load_sweep_config(cfg, overrides)
+        return loader.load_sweep_config(cfg, overrides)
     except ConfigCompositionException as e:
         return f"{type(e).__name__}: {e}"
 
@@ -166,7 +187,7 @@ def test_every_run_of_every_experiment_composes_as_hydra_does(loader: ConfigLoad
     with mock.patch.object(loader, "load_sweep_config", wraps=loader.load_sweep_config) as hydra_compose:
         for job in jobs:
             full = loader.load_sweep_config(cfg, job)
-            assert_same(full, cached.compose(job))
+            assert_same(full, cached.load_sweep_config(cfg, job))
             assert_same_plain(full, cached.describe(job))
     groups = {tuple(o for o in job if loader.repository.group_exists(o.split("=")[0])) for job in jobs}
     assert hydra_compose.call_count == len(jobs) + len(groups)  # one full compose per set of group choices
@@ -199,7 +220,7 @@ def test_hand_written_overrides_compose_as_hydra_does(loader: ConfigLoader, over
         for order in ("ljf", "fcfs"):
             run = [*overrides, f"policy.order={order}"]
             full = loader.load_sweep_config(cfg, run)
-            assert_same(full, cached.compose(run))
+            assert_same(full, cached.load_sweep_config(cfg, run))
             assert_same_plain(full, cached.describe(run))
     assert hydra_compose.call_count == 2 + 1  # the two full composes above, one for the cache
 
@@ -250,8 +271,9 @@ def test_every_launched_run_is_hydras_compose_field_by_field(loader: ConfigLoade
     parsed = OverridesParser.create(config_loader=loader).parse_overrides(params)
     jobs = [list(job) for job in BasicSweeper.split_arguments(parsed, None)[0]]
     plan = launcher_sweep(loader, cfg, tmp_path)
+    cached = plan.composer.load_sweep_config
     with mock.patch.object(loader, "load_sweep_config", wraps=loader.load_sweep_config) as hydra_compose, \
-            mock.patch.object(plan.composer, "compose", wraps=plan.composer.compose) as cache_compose:
+            mock.patch.object(plan.composer, "load_sweep_config", wraps=cached) as cache_compose:
         runs = [plan.planned(job, i, describe=True) for i, job in enumerate(jobs)]
         described = [run.recipe is not None for run in runs]
         assert cache_compose.call_count == described.count(False)  # described runs: nothing composed yet
@@ -267,7 +289,7 @@ def test_every_launched_run_is_hydras_compose_field_by_field(loader: ConfigLoade
         assert run_key(ours, keys) == run_key(hydras, keys)
         assert json.dumps(run.plain, sort_keys=True) == json.dumps(hydras, sort_keys=True), job
         if run.recipe is not None:
-            on_worker = finish(run.recipe.compose(plan.composer.blob(run.recipe.shape), cfg), i, str(tmp_path))
+            on_worker = finish(run.recipe.compose(plan.composer.shape(run.recipe.shape).blob, cfg), i, str(tmp_path))
             assert_same(run.composed(), on_worker)  # a worker composes it from the recipe as the driver does
             check_planned(on_worker, run.plain)  # what the worker checks before it runs it
     assert len({run_key(c, keys) for c in configs}) == len(jobs)
@@ -303,7 +325,7 @@ def test_any_sweepers_own_compose_goes_through_the_launchers_cache(loader: Confi
     sweeper = Plugins.instance().instantiate_sweeper(  # Hydra's basic sweeper, conf/'s default, on the Ray launcher
         config=cfg, hydra_context=HydraContext(config_loader=loader, callbacks=None), task_function=lambda c: None)
     assert type(sweeper).__name__ == "BasicSweeper"
-    canary(isinstance(sweeper.hydra_context.config_loader, CachedLoader),
+    canary(isinstance(sweeper.hydra_context.config_loader, Composer),
            "Plugins.instantiate_launcher: the launcher's HydraContext is no longer the sweeper's")
     jobs = [[f"policy={p}", f"seed={s}"] for p in ("easy", "fcfs") for s in range(4)]
     with mock.patch.object(loader, "load_sweep_config", wraps=loader.load_sweep_config) as hydra_compose:
@@ -343,11 +365,13 @@ def test_a_number_override_is_read_as_hydras_grammar_parses_it(text: str) -> Non
 
 def test_number_overrides_take_the_fast_path() -> None:
     """``seed=3`` and ``workload.arrival_rate=0.02`` do not go through Hydra's ANTLR parser; ``a=007``,
-    ``a=1e-3`` and ``policy=easy`` do (and parse as Hydra parses them)."""
+    ``a=1e-3`` and ``policy=easy`` do (and parse as Hydra parses them); each text is parsed once."""
+    parse_override.cache_clear()
     with mock.patch.object(_hydra._PARSER, "parse_overrides", side_effect=AssertionError("slow path")):
         assert parse_override("seed=3")._value == 3
         assert parse_override("workload.arrival_rate=0.02")._value == 0.02
     for text in ("a=007", "a=1e-3", "policy=easy"):
         with mock.patch.object(_hydra._PARSER, "parse_overrides", wraps=_hydra._PARSER.parse_overrides) as slow:
+            parse_override(text)
             parse_override(text)
         assert slow.call_count == 1, text

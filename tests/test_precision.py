@@ -31,7 +31,7 @@ from hydra_plugins.schedlab_precision_sweeper.precision_sweeper import Precision
 from sim import precision as pr
 from sim.workloads.synthetic import erlang_c_wait
 from sweeps._hydra import task_config
-from sweeps.claims import RunResult
+from sweeps.record import RunResult
 from sweeps.task import RunOutcome, run_one
 from tests.test_sweeper import ENV, RUN, kill_tree, runs, sqlite_uri
 

@@ -33,9 +33,8 @@ from hydra.test_utils.test_utils import TSweepRunner
 from omegaconf import OmegaConf
 
 from hydra_plugins.schedlab_ray_launcher.ray_launcher import RayLauncher, SerialLauncher
-from sweeps.claims import RunResult
 from sweeps.planner import Planner
-from sweeps.record import RunRecord, StoreLocation
+from sweeps.record import RunRecord, RunResult, StoreLocation
 from sweeps.run import main
 from sweeps.tracking import Claim
 from tests.test_sweeper import RUN, SYNTH, runs

@@ -3,7 +3,7 @@
 A plain Hydra sweeper: each round asks the configured launcher (``launch(job_overrides, initial_job_idx)``)
 for the seeds :func:`sim.precision.judge` wants for every unsettled cell; how they run — planned, resumed,
 claimed and recorded, one Ray session for every round — is the launcher's business. A run's metrics are its
-:class:`sweeps.claims.RunResult`'s, whether it ran now or was recorded before (a plain
+:class:`sweeps.record.RunResult`'s, whether it ran now or was recorded before (a plain
 :class:`sweeps.task.RunOutcome` from a launcher that does not record); a cell whose results say its workload
 ignores the seed is deterministic. A failed run is counted, never retried within the sweep (a rerun of the
 sweep retries it, like any unfinished run); a seed another live sweep is running is left to it.
@@ -27,7 +27,7 @@ from omegaconf import DictConfig, OmegaConf
 
 from sim import precision as stats
 from sweeps._hydra import job_error
-from sweeps.claims import RunResult
+from sweeps.record import RunResult
 
 log = logging.getLogger(__name__)
 
@@ -63,7 +63,6 @@ class PrecisionSweep:
         self.seed_key = seed_key
         self.params = dict(params or {})
         self.sweeper: Any = None
-        self.verdicts: dict[str, stats.Verdict] = {}
         self.by_index: dict[int, dict[str, float] | None] = {}  # job index → its target metrics (None: failed)
 
     def setup(self, sweeper: Any, *, hydra_context: HydraContext, task_function: TaskFunction,
@@ -85,8 +84,8 @@ class PrecisionSweep:
         returns: list[Sequence[JobReturn]] = []
         index, round_no = 0, 0
         while True:
-            self.verdicts = {str(k): v for k, v in stats.judge_paired(state, baseline_of, self.rule).items()}
-            jobs = [Job(cell, state[cell].tried + k) for cell in cells for k in range(self.verdicts[cell].more)]
+            verdicts = {str(k): v for k, v in stats.judge_paired(state, baseline_of, self.rule).items()}
+            jobs = [Job(cell, state[cell].tried + k) for cell in cells for k in range(verdicts[cell].more)]
             if not jobs:
                 break
             round_no += 1
@@ -96,8 +95,8 @@ class PrecisionSweep:
             returns.append(results)
             self._take(state, jobs, results, index)
             index += len(batch)
-        stats.save(sweep_dir / "precision.json", self.verdicts, self.rule)
-        print(stats.table(self.verdicts, self.rule.confidence), flush=True)
+        stats.save(sweep_dir / "precision.json", verdicts, self.rule)
+        print(stats.table(verdicts, self.rule.confidence), flush=True)
         print(f"precision sweep: {index} runs in {round_no} round(s); table saved in {sweep_dir / 'precision.json'}")
         elsewhere = sum(len(cell.elsewhere) for cell in state.values())
         if elsewhere:
@@ -105,7 +104,6 @@ class PrecisionSweep:
                   f"command once it has ended")
         return returns
 
-    # -- the cells ---------------------------------------------------------------------------------
     def _cells(self, arguments: list[str]) -> dict[str, list[str]]:
         """Cell label → its overrides: the product of the sweep axes (fixed overrides in every cell)."""
         parser = OverridesParser.create(config_loader=self.sweeper.hydra_context.config_loader)
@@ -152,10 +150,8 @@ class PrecisionSweep:
             pairs[cell] = None if partner == cell else partner
         return pairs
 
-    # -- the results -------------------------------------------------------------------------------
     def _take(self, state: dict[str, stats.Cell], jobs: list[Job], results: Sequence[JobReturn], first: int) -> None:
-        """File each run's metrics (or its failure) under its cell and seed (job ``first`` + i is ``jobs[i]``);
-        a cell whose runs do not depend on the seed is deterministic."""
+        """File each run's metrics (or its failure) under its cell and seed (job ``first`` + i is ``jobs[i]``)."""
         for i, (job, ret) in enumerate(zip(jobs, results, strict=True)):
             value = ret.return_value if ret.status == JobStatus.COMPLETED else None
             if ret.status != JobStatus.COMPLETED:
@@ -174,16 +170,14 @@ class PrecisionSweep:
         if summary is None:
             state[job.cell].failed.add(job.seed)
             self.by_index[index] = None
-        else:
-            state[job.cell].results[job.seed] = self.by_index[index] = self._metrics(job, summary)
-
-    def _metrics(self, job: Job, summary: dict[str, float]) -> dict[str, float]:
+            return
         missing = [t.metric for t in self.rule.targets if t.metric not in summary]
         if missing:
             run = f"{job.cell} {self.seed_key}={job.seed}"
             raise PrecisionSweepError(f"hydra.sweeper.metrics: {missing[0]!r} is not a metric of run '{run}'; "
                                       f"its metrics: {', '.join(sorted(summary))}")
-        return {t.metric: float(summary[t.metric]) for t in self.rule.targets}
+        metrics = {t.metric: float(summary[t.metric]) for t in self.rule.targets}
+        state[job.cell].results[job.seed] = self.by_index[index] = metrics
 
 
 def _per_metric(value: Any, metric: str, name: str) -> float | None:
@@ -191,6 +185,6 @@ def _per_metric(value: Any, metric: str, name: str) -> float | None:
     if value is None or isinstance(value, int | float):
         return value
     if OmegaConf.is_dict(value) or isinstance(value, dict):
-        unknown = value.get(metric)
-        return None if unknown is None else float(unknown)
+        given = value.get(metric)
+        return None if given is None else float(given)
     raise PrecisionSweepError(f"hydra.sweeper.{name} must be a number or a {{metric: number}} map, got {value!r}")

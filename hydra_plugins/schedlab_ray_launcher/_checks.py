@@ -144,7 +144,8 @@ def resolve_address(address: str) -> str:
     env = os.environ.get("RAY_ADDRESS", "").strip()
     if env:
         return env
-    recorded = os.path.join(_ray_temp_dir(), "ray_current_cluster")
+    tmp = os.environ.get("RAY_TMPDIR") or os.environ.get("TMPDIR") or "/tmp"  # Ray's own lookup
+    recorded = os.path.join(tmp, "ray", "ray_current_cluster")
     if os.path.isfile(recorded):
         with open(recorded) as f:
             found = f.read().strip()
@@ -204,9 +205,3 @@ def _host_port(address: str) -> tuple[str, int] | None:
     if not host or not port.isdigit() or not 0 < int(port) < 65536:
         return None
     return host.strip("[]"), int(port)
-
-
-def _ray_temp_dir() -> str:
-    """Where ``ray start`` records its address: the same lookup as Ray's (``RAY_TMPDIR``, ``TMPDIR``, /tmp)."""
-    base = os.environ.get("RAY_TMPDIR") or os.environ.get("TMPDIR") or "/tmp"
-    return os.path.join(base, "ray")

@@ -12,9 +12,8 @@ from hydra.core.utils import setup_globals
 from omegaconf import DictConfig, OmegaConf
 
 from hydra_plugins.schedlab_ray_launcher import _checks
-from hydra_plugins.schedlab_ray_launcher._progress import Progress
 from hydra_plugins.schedlab_ray_launcher._reaper import Reaper
-from hydra_plugins.schedlab_ray_launcher.batch import Batch, SweepAbortedError, execute
+from hydra_plugins.schedlab_ray_launcher.batch import Batch, Progress, SweepAbortedError, execute
 from sweeps._hydra import set_singleton_state, singleton_state
 from sweeps.record import RunReport, one_line
 
@@ -148,7 +147,7 @@ def gather(options: dict[str, Any], sweep: Any, batch: Batch) -> None:
                 run = pending.pop()
                 job = batch.submit(run)
                 if job is None:  # e.g. another sweep claimed it meanwhile
-                    progress.advance()
+                    progress.show(done=1)
                     continue
                 shape = []
                 if run.recipe is not None:  # the worker composes it from its shape's composition
@@ -158,29 +157,24 @@ def gather(options: dict[str, Any], sweep: Any, batch: Batch) -> None:
                 # one C-pickled blob: Ray's cloudpickle visits each of a config's ~500 objects in Python
                 blob = pickle.dumps(job, protocol=pickle.HIGHEST_PROTOCOL)
                 in_flight[remote.remote(shared, blob, shape, sweep.sweep_dir)] = run
-            progress.update(running=min(len(in_flight), slots))
+            progress.show(running=min(len(in_flight), slots))
             if not in_flight:  # every run left was skipped as it was submitted
                 continue
             ready, _ = ray.wait(list(in_flight), num_returns=1)
             for ref in ready:
-                batch.ended(in_flight.pop(ref), _collect(ref))
-                progress.advance()
+                try:
+                    report = ray.get(ref)
+                except Exception as e:  # raised outside the task function, the worker died max_retries + 1 times, …
+                    report = RunReport.crashed(e)
+                    cause = getattr(e, "cause", None)  # a RayTaskError's first line names only the task
+                    if isinstance(cause, Exception):
+                        report.error = one_line(cause)
+                batch.ended(in_flight.pop(ref), report)
+                progress.show(done=1)
     finally:
         for ref in in_flight:
             ray.cancel(ref, force=True)
         progress.close()
-
-
-def _collect(ref: ray.ObjectRef) -> RunReport:
-    """A finished Ray task's report, or the report of its death after all retries."""
-    try:
-        return ray.get(ref)
-    except Exception as e:  # raised outside the task function, the worker died max_retries + 1 times, …
-        report = RunReport.crashed(e)
-        cause = getattr(e, "cause", None)  # a RayTaskError's first line names only the task
-        if isinstance(cause, Exception):
-            report.error = one_line(cause)
-        return report
 
 
 _SHARED: dict[str, Any] = {}  # object id → what it holds, fetched once per worker process
@@ -204,6 +198,6 @@ def _execute(shared: list[ray.ObjectRef], blob: bytes, base: list[ray.ObjectRef]
     job = pickle.loads(blob)
     setup_globals()
     set_singleton_state(state)
-    config = functools.partial(job.config, lambda: _fetch(base[0]), master, sweep_dir)
     node_ip = ray.util.get_node_ip_address() or ""
-    return execute(config, job.record, task_function, callbacks, ray.get_runtime_context().get_node_id(), node_ip)
+    return execute(job, functools.partial(_fetch, *base), master, sweep_dir, task_function,
+                   callbacks, ray.get_runtime_context().get_node_id(), node_ip)

@@ -1,10 +1,9 @@
 """A local Ray instance ends with the driver that started it, and a Ray that dies under a sweep says so.
 
-Ray's processes for ``ray.init()`` (GCS, raylet, agents) outlived a SIGKILLed driver by minutes; and when
-the raylet dies (killed, out of memory) Ray ends the driver from C++ — no ``finally`` runs, the user saw
-only Ray's state dump. Starting a local instance, the driver also starts a small reaper in its own
-session (Ctrl-C in the terminal does not reach it). The reaper watches the driver and the instance's
-raylet; once the driver has exited it
+Ray's processes for ``ray.init()`` (GCS, raylet, agents) outlive a SIGKILLed driver by minutes; and when
+the raylet dies (killed, out of memory) Ray ends the driver from C++ — no ``finally`` runs, the user sees
+only Ray's state dump. Starting a local instance, the driver also starts a small reaper in its own session
+(Ctrl-C in the terminal does not reach it), which watches the driver and the raylet; once the driver exits it
 - says in one line on the driver's stderr that the sweep was ended by its Ray instance dying, when the
   raylet died first and the driver had not shut Ray down itself (:meth:`Reaper.released` leaves a mark);
 - SIGKILLs every process whose command line names the instance's session folder (workers end with

@@ -4,7 +4,7 @@ back a JobReturn for every job in order.
 :meth:`Sweep.launch` describes (or composes) each job through the sweep's composition cache, has the sweep's
 :class:`sweeps.planner.Planner` validate, key and decide them (one store lookup), hands the runs left to an
 executor (Ray's or this process's) that runs each through :func:`execute` — claim, Hydra's ``run_job``,
-record — and returns the JobReturns: a run not run here returns its recorded :class:`sweeps.claims.RunResult`
+record — and returns the JobReturns: a run not run here returns its recorded :class:`sweeps.record.RunResult`
 without running. Without a planner (an app without schedlab's callback) every job runs and returns what its
 task function returned.
 
@@ -17,6 +17,7 @@ import dataclasses
 import functools
 import json
 import socket
+import sys
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -26,9 +27,10 @@ from hydra.core.utils import JobReturn, JobStatus, configure_log, filter_overrid
 from hydra.errors import CompactHydraException
 from hydra.types import HydraContext, TaskFunction
 from omegaconf import DictConfig, OmegaConf
+from tqdm import tqdm
 
-from hydra_plugins.schedlab_ray_launcher._progress import Progress, print_summary
-from sweeps._hydra import Recipe, RunReturn, check_planned, finish, share_cache
+from sweeps._hydra import Recipe, RunReturn, check_planned, finish, share_cache, without_callback
+from sweeps.callback import SchedlabCallback
 from sweeps.planner import InvalidSweepError, Planner, Run, active_sweep
 from sweeps.record import RunRecord, RunReport, one_line
 
@@ -85,22 +87,19 @@ class Job:
     record: RunRecord | None
     plain: dict[str, Any] | None
 
-    def config(self, base: Callable[[], bytes], master: DictConfig, sweep_dir: str) -> DictConfig:
-        """The run's config, composed here from its recipe when it has one (and checked against the plan)."""
-        if not isinstance(self.config_or_recipe, Recipe):
-            return self.config_or_recipe
-        cfg = finish(self.config_or_recipe.compose(base(), master), self.index, sweep_dir)
-        if self.plain is not None:
-            check_planned(cfg, self.plain)
-        return cfg
 
-
-def execute(cfg: Callable[[], DictConfig], record: RunRecord | None, task_function: TaskFunction, callbacks: Any,
-            node_id: str, node_ip: str = "") -> RunReport:
-    """The one body of a run, in a Ray worker or this process: compose and claim it, run it with Hydra's
-    ``run_job``, write its record (when this process sees the store); its report."""
+def execute(job: Job, base: Callable[[], bytes], master: DictConfig, sweep_dir: str, task_function: TaskFunction,
+            callbacks: Any, node_id: str, node_ip: str = "") -> RunReport:
+    """The one body of a run, in a Ray worker or this process: compose it (from its recipe and its shape's
+    composition ``base``, checked against the plan) and claim it, run it with Hydra's ``run_job``, write its
+    record (when this process sees the store); its report."""
+    record = job.record
     try:
-        config = cfg()
+        config = job.config_or_recipe
+        if isinstance(config, Recipe):
+            config = finish(config.compose(base(), master), job.index, sweep_dir)
+            if job.plain is not None:
+                check_planned(config, job.plain)
         instead = record.start() if record is not None else None
     except Exception as error:  # a config that is not the planned one, a store this process cannot see
         return RunReport.crashed(error, node_id, node_ip)
@@ -167,7 +166,8 @@ class Sweep:
     def __init__(self, hydra_context: HydraContext, task_function: TaskFunction, config: DictConfig,
                  executor: Executor) -> None:
         self.config, self.task_function, self.executor = config, task_function, executor
-        self.callbacks = hydra_context.callbacks
+        #: what a run's ``run_job`` notifies: the sweep's callbacks but schedlab's (its job hooks are a single run's)
+        self.callbacks = without_callback(hydra_context.callbacks, SchedlabCallback)
         self.composer = share_cache(hydra_context, config)
         self.sweep_dir = str(Path(str(config.hydra.sweep.dir)).absolute())
         planner = active_sweep(config)  # what it starts ends with the sweep, however the sweep ends
@@ -227,10 +227,10 @@ class Sweep:
         return run
 
     def compose(self, overrides: list[str], index: int) -> DictConfig:
-        return finish(self.composer.compose(overrides), index, self.sweep_dir)
+        return finish(self.composer.load_sweep_config(self.config, overrides), index, self.sweep_dir)
 
     def base(self, recipe: Recipe) -> bytes:
-        return self.composer.blob(recipe.shape)
+        return self.composer.shape(recipe.shape).blob
 
     def returns(self, batch: Batch) -> list[JobReturn]:
         """The batch's JobReturns in job order: a run not run here (or found claimed where it ran) returns its
@@ -240,7 +240,12 @@ class Sweep:
         out = []
         for run in batch.runs:
             report = batch.reports.get(run.index)
-            value, why = self.value(run, report, batch.planner)
+            if report is not None and report.status == "FAILED":
+                value, why = None, report.error
+            elif batch.planner is None:
+                value, why = (report.value if report is not None else None), None
+            else:
+                value, why = batch.planner.result(run)
             failed = why is not None
             out.append(RunReturn(run.composed, (error or RunFailedError(why)) if failed else value,
                                  overrides=list(filter_overrides(run.overrides)),
@@ -248,24 +253,6 @@ class Sweep:
                                  task_name=(report.task_name if report else None) or name,
                                  status=JobStatus.FAILED if failed else JobStatus.COMPLETED))
         return out
-
-    @staticmethod
-    def value(run: Run, report: RunReport | None, planner: Planner | None) -> tuple[Any, str | None]:
-        """What ``run``'s JobReturn returns, or why it failed (its own failure, or that of the run it repeats);
-        a result that cannot give ``sweep.objective`` stops the sweep."""
-        if report is not None and report.status == "FAILED":
-            return None, report.error
-        if planner is None:
-            return (report.value if report is not None else None), None
-        value = planner.result(run)
-        if value is not None and value.same_as is not None and not value.metrics:
-            return None, f"run #{run.index} repeats run #{value.same_as}, which failed"
-        if value is not None and planner.objective and value.elsewhere is None:
-            try:
-                value.values()
-            except (TypeError, ValueError) as error:
-                raise SweepAbortedError(f"run #{run.index} ({run.label}): {error}") from None
-        return value, None
 
 
 def planned_line(total: int, todo: int, timings: dict[str, float]) -> str:
@@ -310,14 +297,52 @@ class InProcess:
             for run in batch.todo:
                 job = batch.submit(run)
                 if job is not None:
-                    config = functools.partial(job.config, functools.partial(sweep.base, job.config_or_recipe),
-                                               sweep.config, sweep.sweep_dir)
-                    batch.ended(run, execute(config, job.record, sweep.task_function, sweep.callbacks,
-                                             socket.gethostname()))
-                progress.advance()
+                    base = functools.partial(sweep.base, job.config_or_recipe)
+                    batch.ended(run, execute(job, base, sweep.config, sweep.sweep_dir, sweep.task_function,
+                                             sweep.callbacks, socket.gethostname()))
+                progress.show(done=1)
         finally:
             batch.stats.seconds += time.perf_counter() - tic
             progress.close()
 
     def close(self) -> None:
         return None
+
+
+class Progress:
+    """A tqdm bar over the runs to execute (done / failed / skipped / running, ETA); skipped runs are counted,
+    not timed."""
+
+    def __init__(self, total: int, stats: SweepStats, enabled: bool = True) -> None:
+        self.stats, self.running = stats, -1
+        self.bar = tqdm(total=total, desc="sweep", unit="run", disable=not enabled, file=sys.stderr,
+                        dynamic_ncols=True, smoothing=0.1)
+        self.show(running=0)
+
+    def show(self, done: int = 0, running: int | None = None) -> None:
+        """Advance the bar by ``done`` runs and set how many are ``running``; redrawn when either changes."""
+        if not done and running in (None, self.running):
+            return
+        self.running = self.running if running is None else running
+        self.bar.update(done)
+        s = self.stats
+        self.bar.set_postfix_str(f"done={s.done} failed={s.failed} skipped={s.skipped} running={self.running}",
+                                 refresh=True)
+
+    def close(self) -> None:
+        self.bar.close()
+
+
+def print_summary(stats: SweepStats) -> None:
+    """A batch's summary on stdout: counts, then one line per failed run."""
+    head = "sweep interrupted" if stats.interrupted else "sweep stopped" if stats.stopped else "sweep finished"
+    line = (f"{head} in {stats.seconds:.1f} s: {stats.total} runs — {stats.done} done, {stats.failed} failed, "
+            f"{stats.skipped} skipped")
+    if stats.not_run:
+        line += f", {stats.not_run} not run"
+    print(line)
+    for run, report in stats.failures:
+        print(f"  FAILED #{run.index} ({run.label}): {report.error}")
+    if stats.interrupted:
+        print("  rerun the same command to resume: finished runs are skipped")
+    sys.stdout.flush()
