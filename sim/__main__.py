@@ -11,7 +11,9 @@ file (``.json``, see :mod:`sim.workflows.files`) is replayed on its own m × c_r
 one per workflow (``job_id,arrival,earliest_start,deadline,completion,late``). Bad input (a bad
 option, policy, trace value or ``--out`` folder) exits with status 2 and one line naming the file,
 line and field or the option, checked before simulating wherever it can be; a policy that breaks
-the engine's rules (overcommits, never starts a job) exits with status 1 and one line.
+the engine's rules (overcommits, never starts a job, wakes up forever and starts nothing) exits with
+status 1 and one line; Ctrl-C ends the run with ``interrupted`` and status 130 (128 + SIGINT, as a
+shell reports it), no traceback and no partial ``--out`` file.
 """
 
 from __future__ import annotations
@@ -182,6 +184,15 @@ def _print_summary(summary: dict[str, float], parse_seconds: float, sim_seconds:
 
 
 def main(argv: list[str] | None = None) -> int:
+    """Run the command line (see the module docstring); the exit status."""
+    try:
+        return _main(argv)
+    except KeyboardInterrupt:
+        print("interrupted", file=sys.stderr)
+        return 130
+
+
+def _main(argv: list[str] | None) -> int:
     args = build_parser().parse_args(argv)
     try:
         check_args(args)

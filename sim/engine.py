@@ -19,6 +19,10 @@ at the same instant, which gives the queue behind it a second pass there, as DR_
 Once a workflow's last task has ended the policy hands over what it kept for it
 (``Policy.workflow_done``).
 
+**No progress**: a policy whose wake-ups start nothing while jobs wait on an idle machine with no
+arrival or completion left would move the clock forever; the engine ends such a run with one line
+(:class:`sim.stall.Stall` gives the rule).
+
 **Memory**: the engine holds only what is live. Arrivals are taken one instant ahead, a job leaves
 the engine when it starts (its :class:`~sim.core.JobRecord` goes to a :class:`Recorder`) and a
 workflow when its last task ends. :func:`simulate` keeps every record (job traces, tests);
@@ -37,6 +41,7 @@ from typing import Protocol
 from sim.core import Cluster, InputError, Job, JobRecord, PolicyStats, SimulationResult, Workflow
 from sim.invariants import check_schedule, checks_enabled
 from sim.policies.base import EngineView, Policy
+from sim.stall import Stall
 
 #: jobs arriving together: their time, their workflow (``None`` for jobs of no workflow) and the jobs
 Arrival = tuple[float, Workflow | None, Sequence[Job]]
@@ -241,6 +246,23 @@ class _Both:
         self.second.finished(workflow, stats)
 
 
+def _not_waiting(job: Job, now: float, running: dict[int, tuple[Job, float, int]], done: set[int],
+                 active: dict[int, Workflow]) -> str:
+    """Why ``job``, started at ``now``, is not a waiting job of this run. A job of this run submitted by
+    ``now`` has arrived, and a workflow's tasks arrive together, so only a task of a workflow that is
+    no longer unfinished (its ids forgotten, for memory) leaves the two cases apart."""
+    if job.id in running:
+        return f"job {job.id} started twice (it has been running since t={running[job.id][1]})"
+    if job.id in done:
+        return f"job {job.id} started twice (it already ran)"
+    if job.submit > now:
+        return f"job {job.id} started at {now} before its submission"
+    if job.workflow >= 0 and job.workflow not in active:
+        return (f"task {job.id} started, but workflow {job.workflow} is not an unfinished workflow of this run: "
+                f"the workflow finished (so the task already ran) or the task is not of this run")
+    return f"job {job.id} is not a job of this run (no job of that id was submitted)"
+
+
 def _run(arrivals: Iterator[Arrival], cluster: Cluster, policy: Policy, kill_at_limit: bool,
          recorder: Recorder) -> tuple[int, PolicyStats]:
     n_machines = len(cluster.machines)
@@ -261,6 +283,8 @@ def _run(arrivals: Iterator[Arrival], cluster: Cluster, policy: Policy, kill_at_
     upcoming = next(arrivals, None)
     wakeup: float | None = None
     passes = 0
+    stall: Stall | None = None
+    latest_plan = -math.inf  # the latest planned end (start + time limit) of a job started so far
     single = len(cluster.machines) == 1 and len(cluster.resources) == 1
     pool = free[0]
 
@@ -318,9 +342,7 @@ def _run(arrivals: Iterator[Arrival], cluster: Cluster, policy: Policy, kill_at_
         for decision in schedule(now):
             job = decision.job
             if pending.pop(job.id, None) is None:
-                if job.submit > now:
-                    raise SchedulingError(f"{policy.name}: job {job.id} started at {now} before its submission")
-                raise SchedulingError(f"{policy.name}: job {job.id} started twice (or is not a job of this run)")
+                raise SchedulingError(f"{policy.name}: {_not_waiting(job, now, running, done, active)}")
             if not 0 <= decision.machine < n_machines:
                 raise SchedulingError(f"{policy.name}: job {job.id} started on machine {decision.machine}; "
                                       f"the cluster has machines 0..{n_machines - 1}")
@@ -351,11 +373,19 @@ def _run(arrivals: Iterator[Arrival], cluster: Cluster, policy: Policy, kill_at_
             started(JobRecord(job, now, now + duration, decision.machine))
             running[job.id] = (job, now, decision.machine)
             heappush(completions, (now + duration, job.id))
+            if now + job.time_limit > latest_plan:
+                latest_plan = now + job.time_limit
         for job in instant:
             ended(job, now)
         wakeup = next_wakeup(now)
         if wakeup is not None and wakeup <= now:
             raise SchedulingError(f"{policy.name}: wake-up {wakeup} is not after now ({now})")
+        if running or upcoming is not None or not pending:
+            stall = None
+        elif stall is None or stall.waiting != len(pending):
+            stall = Stall(now, len(pending))
+        elif stall.stuck(now, latest_plan, pending.values(), active.values()):
+            raise SchedulingError(f"{policy.name}: {stall.describe(now)}")
 
     if pending:
         raise SchedulingError(f"{policy.name}: {len(pending)} jobs never started (first: {list(pending)[:5]})")

@@ -3,7 +3,9 @@ tests (the command-line tests put ``tests/`` on ``PYTHONPATH`` and name them ``p
 
 from __future__ import annotations
 
+import time
 from collections.abc import Sequence
+from pathlib import Path
 
 from sim.core import Job, Start
 from sim.policies.base import BasePolicy
@@ -58,6 +60,27 @@ class Idle(FirstFit):
 
     def schedule(self, now: float) -> Sequence[Start]:
         return []
+
+
+class Hang(Idle):
+    """Wakes up every second and never starts anything: the engine ends the run for want of progress."""
+
+    def next_wakeup(self, now: float) -> float | None:
+        return now + 1.0
+
+
+class Stuck(Idle):
+    """Loops in its first pass, as a policy stuck in its own code does (only Ctrl-C ends it); creates the
+    file ``ready`` first, so a test knows the run has begun."""
+
+    def __init__(self, ready: str) -> None:
+        super().__init__()
+        self.ready = Path(ready)
+
+    def schedule(self, now: float) -> Sequence[Start]:
+        self.ready.touch()
+        while True:
+            time.sleep(0.01)
 
 
 class NoSchedule:

@@ -116,7 +116,8 @@ class BasePolicy(ABC):
     policy kept for a finished workflow; :meth:`stats` reports the policy's own counters after the
     run. The engine refuses (``SchedulingError``) a job started twice, before its submission, its
     workflow's earliest start or its parents' end, on a machine that does not exist or where it does
-    not fit, a wake-up not after now, and jobs left never started.
+    not fit, a wake-up not after now, wake-ups that start nothing while jobs wait on an idle machine
+    (:mod:`sim.stall`), and jobs left never started.
 
     Defaults: ``name`` the class name, ``preserves_order`` False (True makes the invariant checker
     verify starts against ``self.queue_key``), ``workload_kinds`` the job-queue kinds (hpc, multires).
