@@ -1,24 +1,28 @@
 """What produced a run, beyond its config: the contents of its input files and of the code that ran it.
 
 A run's identity is its ``run_key`` (the semantic config, :func:`sweeps.tracking.run_key`) plus
-:meth:`InputHasher.inputs` (sha256 of every file the workload reads) plus :meth:`CodeHasher.code` (sha256 of
-every Python source that builds or runs the simulation: ``sim/**/*.py``, the ``sweeps`` modules a
-worker executes (:data:`RUN_MODULES`), and — for a ``_target_`` outside schedlab, the standard library
-and installed third-party packages, i.e. a researcher's own policy — every ``*.py`` of the package it
-lives in). The driver records them as the tags ``schedlab.inputs`` and ``schedlab.code`` (with the
-per-file manifests ``schedlab.input_files`` and ``schedlab.code_files``); resuming a sweep reruns a
-finished run whose recorded inputs or code differ from today's (``sweep.reuse=same``, the default) and
-names the files that changed.
+:meth:`InputHasher.inputs` (sha256 of every file the workload reads) plus :meth:`CodeHasher.code`: every Python
+source that builds or runs the simulation — ``sim/**/*.py``, the ``sweeps`` modules a worker executes
+(:data:`RUN_MODULES`) and, for a ``_target_`` outside schedlab, the standard library and installed
+distributions (a researcher's own policy), every ``*.py`` of the package it lives in and every module of
+theirs those import (:func:`own_modules`). A source is hashed by what it means (:func:`source_digest`: its
+syntax tree without docstrings), so a comment or docstring edit reruns nothing. The driver records them as
+the tags ``schedlab.inputs`` and ``schedlab.code`` (with the per-file manifests ``schedlab.input_files`` and
+``schedlab.code_files``); resuming a sweep reruns a finished run whose recorded inputs or code differ from
+today's (``sweep.reuse=same``, the default) and names the files that changed.
 
-Sources are hashed by content and path relative to their root, so a README edit, a new commit or a
-checkout elsewhere leaves a fingerprint unchanged.
+Sources are keyed by their path relative to their root, so a README edit, a new commit or a checkout
+elsewhere leaves a fingerprint unchanged.
 """
 
 from __future__ import annotations
 
+import ast
 import hashlib
 import importlib
+import importlib.util
 import json
+import sys
 import sysconfig
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
@@ -89,22 +93,45 @@ class Fingerprint:
         return _manifest(self.files)
 
 
-def tree_sources(root: Path, prefix: str) -> dict[str, str]:
-    """sha256 of every ``*.py`` under ``root``, keyed ``prefix/relative/path.py``."""
-    return {f"{prefix}/{path.relative_to(root).as_posix()}": sha256_file(path)
+def source_digest(path: Path) -> str:
+    """sha256 of what a Python source means: its syntax tree without docstrings (comments, blank lines and
+    layout never reach it), so an edit that cannot change a result reruns nothing; of its bytes when it does
+    not parse."""
+    text = path.read_bytes()
+    try:
+        tree = ast.parse(text)
+    except (SyntaxError, ValueError):
+        return hashlib.sha256(text).hexdigest()
+    for node in ast.walk(tree):
+        body = getattr(node, "body", None)
+        if (isinstance(node, ast.Module | ast.ClassDef | ast.FunctionDef | ast.AsyncFunctionDef) and body
+                and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant)
+                and isinstance(body[0].value.value, str)):
+            node.body = body[1:] or [ast.Pass()]
+    return hashlib.sha256(ast.dump(tree).encode()).hexdigest()
+
+
+def tree_files(root: Path, prefix: str) -> dict[str, Path]:
+    """Every ``*.py`` under ``root``, keyed ``prefix/relative/path.py``."""
+    return {f"{prefix}/{path.relative_to(root).as_posix()}": path
             for path in sorted(root.rglob("*.py")) if "__pycache__" not in path.parts}
+
+
+def tree_sources(root: Path, prefix: str) -> dict[str, str]:
+    """:func:`source_digest` of every ``*.py`` under ``root``, keyed ``prefix/relative/path.py``."""
+    return {name: source_digest(path) for name, path in tree_files(root, prefix).items()}
 
 
 @cache
 def schedlab_sources() -> dict[str, str]:
     """The simulator and the ``sweeps`` modules a run executes (read once per process)."""
     files = tree_sources(SIM_ROOT, "sim")
-    files.update({f"sweeps/{name}": sha256_file(SWEEPS_ROOT / name) for name in RUN_MODULES})
+    files.update({f"sweeps/{name}": source_digest(SWEEPS_ROOT / name) for name in RUN_MODULES})
     return files
 
 
 def code_fingerprint(root: Path = SIM_ROOT) -> str:
-    """sha256 (20 hex digits) of every ``*.py`` under ``root`` by relative path and content.
+    """sha256 (20 hex digits) of every ``*.py`` under ``root`` by relative path and meaning.
 
     >>> code_fingerprint() == code_fingerprint(SIM_ROOT)
     True
@@ -129,18 +156,85 @@ def own_package(target: str) -> tuple[str, Path] | None:
     top = importlib.import_module(module.split(".")[0])
     folders = [Path(p).resolve() for p in getattr(top, "__path__", [])]
     place = folders[0] if folders else Path(top.__file__).resolve() if getattr(top, "__file__", None) else None
-    if place is None or any(place.is_relative_to(root) for root in (SIM_ROOT, SWEEPS_ROOT, *_INSTALLED)):
+    if place is None or not _theirs(place):
         return None
     return top.__name__, place
 
 
-def own_sources(target: str) -> dict[str, str]:
-    """sha256 of every ``*.py`` of a target's own package (:func:`own_package`), keyed ``package/path.py``."""
+def _theirs(path: Path) -> bool:
+    """Whether a source is the researcher's: outside schedlab's hashed code, the standard library and installed
+    distributions (their versions pin them)."""
+    return not any(path.is_relative_to(root) for root in (SIM_ROOT, SWEEPS_ROOT, *_INSTALLED))
+
+
+def own_modules(target: str) -> dict[str, Path]:
+    """The researcher's sources a ``_target_`` runs, keyed ``package/path.py`` (or ``module.py``): every ``*.py``
+    of its package (:func:`own_package`), then every module of theirs that those import, directly or through
+    each other, wherever it lives on ``sys.path`` (found by their ``import`` statements, top level or inside
+    functions; a module imported by a name computed at run time is not seen)."""
     own = own_package(target)
     if own is None:
         return {}
     name, place = own
-    return tree_sources(place, name) if place.is_dir() else {place.name: sha256_file(place)}
+    files = tree_files(place, name) if place.is_dir() else {place.name: place}
+    todo = list(files)
+    while todo:
+        key = todo.pop()
+        for module in _imports(files[key], key):
+            found = _own_file(module)
+            if found is not None and found[0] not in files:
+                files[found[0]] = found[1]
+                todo.append(found[0])
+    return dict(sorted(files.items()))
+
+
+def _imports(path: Path, key: str) -> set[str]:
+    """The modules a source's ``import`` statements may load (``from a import b``: ``a`` and ``a.b``)."""
+    try:
+        tree = ast.parse(path.read_bytes())
+    except (SyntaxError, ValueError):
+        return set()
+    package = key.removesuffix(".py").removesuffix("/__init__").replace("/", ".")
+    if not key.endswith("/__init__.py"):
+        package = package.rpartition(".")[0]
+    names: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            names.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                parent = package.split(".")[:len(package.split(".")) - node.level + 1] if package else []
+                base = ".".join([*parent, *([base] if base else [])])
+            if base:
+                names.add(base)
+                names.update(f"{base}.{alias.name}" for alias in node.names if alias.name != "*")
+    return {".".join(name.split(".")[:end]) for name in names for end in range(1, name.count(".") + 2)}
+
+
+def _own_file(module: str) -> tuple[str, Path] | None:
+    """``(key, path)`` of a module's source when it is the researcher's, else ``None``."""
+    loaded = sys.modules.get(module)
+    origin = getattr(loaded, "__file__", None) if loaded is not None else None
+    if origin is None:
+        try:
+            spec = importlib.util.find_spec(module)  # imports its parent packages, as the run does
+        except (ImportError, ValueError, AttributeError):
+            return None
+        origin = spec.origin if spec is not None and spec.has_location else None
+    if not origin or not str(origin).endswith(".py") or not _theirs(path := Path(origin).resolve()):
+        return None
+    return module.replace(".", "/") + ("/__init__.py" if path.name == "__init__.py" else ".py"), path
+
+
+def own_places(target: str) -> set[Path]:
+    """Where :func:`own_modules` live: the top-level package folder or the single module file of each."""
+    return {path.parents[key.count("/") - 1] if "/" in key else path for key, path in own_modules(target).items()}
+
+
+def own_sources(target: str) -> dict[str, str]:
+    """:func:`source_digest` of each of :func:`own_modules`."""
+    return {key: source_digest(path) for key, path in own_modules(target).items()}
 
 
 def _module_of(target: str) -> str | None:

@@ -44,7 +44,7 @@ from omegaconf import DictConfig, OmegaConf
 from sim.core import InputError
 from sweeps import task
 from sweeps._hydra import group_choices, task_config
-from sweeps.identity import REUSE, CodeHasher, Fingerprint, InputHasher, changed_files, own_package
+from sweeps.identity import REUSE, CodeHasher, Fingerprint, InputHasher, changed_files, own_places
 from sweeps.record import (
     CLAIM_TAGS,
     Claimant,
@@ -303,7 +303,7 @@ class Planner:
                 self.not_run_here(run, RunResult(reason=f"same run as #{same}", same_as=same))
             else:
                 found = [r for r in existing.get(run.key, []) if r.info.run_id not in self.killed]
-                decision, dead = skip_rule(found, run.tags, sweep, beats, now)
+                decision, dead, _ = skip_rule(found, run.tags, sweep, beats, now)
                 if dead:
                     self.take_over(dead)
                 if isinstance(decision, RunResult):
@@ -357,10 +357,11 @@ class Planner:
         return why
 
     def runtime_env(self) -> dict[str, Any]:
-        """The researcher's own packages the planned runs' ``_target_`` s live in, for Ray to ship to a
-        cluster's nodes (``py_modules``: a package folder or a single module file each)."""
-        places = {own[1] for run in self.runs.values() for target in run.targets.values()
-                  if (own := own_package(target)) is not None}
+        """The researcher's own code the planned runs' ``_target_`` s run (their packages and the modules of theirs
+        those import), for Ray to ship to a cluster's nodes (``py_modules``: a package folder or a single module
+        file each)."""
+        places = {place for target in {t for run in self.runs.values() for t in run.targets.values()}
+                  for place in own_places(target)}
         return {"py_modules": sorted(str(place) for place in places)} if places else {}
 
     # -- claiming and recording --------------------------------------------------------------------

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import os
 import sqlite3
+import time
 import urllib.error
 import urllib.parse
 import urllib.request
@@ -23,6 +24,7 @@ from omegaconf import DictConfig, OmegaConf
 from sweeps.tracking import StoreURI
 
 PROBE_SECONDS = 3.0
+BUSY_SECONDS = 30.0  # how long a server that accepts but does not answer is asked again
 #: MLflow's HTTP client defaults (7 retries with backoff, 120 s timeout) turn an outage into minutes;
 #: these keep a server that goes down mid-sweep under a minute. Set either variable to override.
 HTTP_LIMITS = {"MLFLOW_HTTP_REQUEST_MAX_RETRIES": "2", "MLFLOW_HTTP_REQUEST_TIMEOUT": "15"}
@@ -80,19 +82,28 @@ def check_store(uri: str | None, artifact_root: str | None = None) -> None:
 
 
 def _probe_server(uri: str) -> None:
-    """One request with a short timeout: any HTTP answer (even 401 or 404) means someone is there."""
-    try:
-        with urllib.request.urlopen(f"{uri.rstrip('/')}/health", timeout=PROBE_SECONDS):
+    """Requests with a short timeout: any HTTP answer (even 401 or 404) means someone is there; a refused or
+    unresolvable address fails at once, a server that does not answer in time (busy) is asked again until
+    :data:`BUSY_SECONDS` have passed."""
+    deadline = time.monotonic() + BUSY_SECONDS
+    while True:
+        try:
+            with urllib.request.urlopen(f"{uri.rstrip('/')}/health", timeout=PROBE_SECONDS):
+                return
+        except urllib.error.HTTPError:
             return
-    except urllib.error.HTTPError:
-        return
-    except (urllib.error.URLError, OSError) as error:
-        reason = getattr(error, "reason", error)
-        reason = "timed out" if isinstance(reason, TimeoutError) else getattr(reason, "strerror", None) or str(reason)
-        parsed = urllib.parse.urlparse(uri)
-        start = f"mlflow server --host {parsed.hostname} --port {parsed.port or 5000}"
-        raise StoreUnusableError(f"the MLflow tracking server {uri} is not reachable ({reason}); start it "
-                                 f"(`{start}`) or record locally with tracking=sqlite; nothing was run") from None
+        except (urllib.error.URLError, OSError) as error:
+            reason = getattr(error, "reason", error)
+            if isinstance(reason, TimeoutError) and time.monotonic() < deadline:
+                print(f"the MLflow tracking server {uri} has not answered in {PROBE_SECONDS:g} s; asking again for "
+                      f"up to {BUSY_SECONDS:g} s (a busy server)", flush=True)
+                continue
+            reason = (f"no answer in {BUSY_SECONDS:g} s" if isinstance(reason, TimeoutError)
+                      else getattr(reason, "strerror", None) or str(reason))
+            parsed = urllib.parse.urlparse(uri)
+            start = f"mlflow server --host {parsed.hostname} --port {parsed.port or 5000}"
+            raise StoreUnusableError(f"the MLflow tracking server {uri} is not reachable ({reason}); start it "
+                                     f"(`{start}`) or record locally with tracking=sqlite; nothing was run") from None
 
 
 def _check_sqlite(uri: str, path: Path) -> None:

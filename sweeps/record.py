@@ -12,11 +12,14 @@ the same one. Another sweep that finds a RUNNING run for a key asks whether its 
   :data:`DEAD_AFTER_SECONDS` is dead;
 - a RUNNING run without claim tags (left by an older schedlab) is dead.
 
-A live claim is skipped ("running in another sweep"); a dead one is marked KILLED and taken over. Two sweeps
-claiming one key at the same moment both look again after claiming (:func:`skip_rule`, the same rule a sweep
-plans with): the earlier claim (start time, then run id) runs, the later is withdrawn (deleted). That order
-is each client's clock: sweeps on hosts whose clocks disagree by more than the time between two claims can
-still both run a key (NTP keeps a cluster within milliseconds).
+A live claim is skipped ("running in another sweep"); a dead one is marked KILLED and taken over. A claim is
+safe without a lock (a tracking server's REST API has none), however late the store shows it to others
+(:func:`claim_run`): after creating its claim a sweep looks at the key's other claims and defers (withdraws its
+claim: KILLED, then deleted) to one that *decided* to run (tag :data:`DECIDED_TAG`) or that is earlier (start
+time, then run id) and still deciding; it waits while a later one is still deciding; otherwise it tags its own
+claim decided and runs. Of two claims one always sees the other (the later look follows both creations), so
+exactly one runs: either both see each other and the earlier runs, or only one sees the other — which then
+waits for that one's decision to run. Decisions are read, never inferred from clocks.
 
 **Records.** The driver knows everything about a run's record except its outcome (:class:`RunRecord`: run
 key, fingerprints, params, name); the process that ran it knows the outcome (:class:`RunReport`). A run is
@@ -59,8 +62,10 @@ from sweeps.tracking import (
 
 BEAT_SECONDS = 15.0
 DEAD_AFTER_SECONDS = 90.0
+DECIDE_SECONDS = DEAD_AFTER_SECONDS  # how long a claim waits for a later one's decision before deferring to it
 SWEEP_TAG = f"{TAG}sweep."
 CLAIM_TAGS = (f"{TAG}claim.sweep", f"{TAG}claim.host", f"{TAG}claim.pid", f"{TAG}claim.started")
+DECIDED_TAG = f"{TAG}claim.decided"  # set on a claim once its sweep decided to run it
 
 
 @dataclass(frozen=True)
@@ -184,7 +189,7 @@ def claim_order(run: Any) -> tuple[int, str]:
 
 
 def skip_rule(found: list[Any], tags: dict[str, str], sweep: dict[str, Any], beats: Callable[[], dict[str, str]],
-              now: float, claim: Claim | None = None) -> tuple[RunResult | Claim | None, list[str]]:
+              now: float, claim: Claim | None = None) -> tuple[RunResult | Claim | None, list[str], bool]:
     """Whether a run is run here: the one rule, applied when a sweep plans (``claim`` None) and again once it
     has claimed the run (``claim``: its new claim, left out of ``found``, the store's runs of the run's key;
     ``tags``: the run's identity tags; ``beats``: the experiment's heartbeat tags, read only when needed).
@@ -193,16 +198,18 @@ def skip_rule(found: list[Any], tags: dict[str, str], sweep: dict[str, Any], bea
        a Ray retry: that claim is returned, to be taken over;
     2. a FINISHED run that stands for it (with ``sweep.reuse=same`` one of its code and inputs, with ``any``
        any; none with ``sweep.force=true``): not run, its :class:`RunResult`;
-    3. a live claim of another sweep (with a claim: one made before it, :func:`claim_order`): not run here.
+    3. a live claim of another sweep (with a claim: one that decided to run, or one made before it,
+       :func:`claim_order`): not run here.
 
-    Otherwise ``None``: run it. The second value lists the RUNNING claims of dead sweeps, to mark KILLED.
+    Otherwise ``None``: run it. The second value lists the RUNNING claims of dead sweeps, to mark KILLED; the
+    third whether a later live claim is still deciding (then look again before deciding).
     """
     me = tags[f"{TAG}sweep_id"]
     if claim is not None:
         mine = [r for r in found if r.data.tags.get(CLAIM_TAGS[0]) == me and r.info.status != "KILLED"]
         if mine:
             earlier = min(mine, key=claim_order).info
-            return Claim(earlier.run_id, earlier.artifact_uri, earlier.start_time), []
+            return Claim(earlier.run_id, earlier.artifact_uri, earlier.start_time), [], False
     running = [r for r in found if r.info.status == "RUNNING" and r.data.tags.get(CLAIM_TAGS[0]) != me]
     heard = beats() if running else {}
     live = [r for r in running if alive(r, heard, now)]
@@ -213,29 +220,43 @@ def skip_rule(found: list[Any], tags: dict[str, str], sweep: dict[str, Any], bea
         and (not same or all(r.data.tags.get(tag) == tags[tag] for tag in (CODE_TAG, INPUTS_TAG)))]
     if done:
         run_id = done[0].info.run_id
-        return RunResult(dict(done[0].data.metrics), f"finished in MLflow run {run_id}", run_id), dead
+        return RunResult(dict(done[0].data.metrics), f"finished in MLflow run {run_id}", run_id), dead, False
+    deciding = False
     if claim is not None:
-        live = [r for r in live if claim_order(r) < (claim.start_time, claim.run_id)]
+        mine = (claim.start_time, claim.run_id)
+        deciding = any(DECIDED_TAG not in r.data.tags and claim_order(r) > mine for r in live)
+        live = [r for r in live if DECIDED_TAG in r.data.tags or claim_order(r) < mine]
     if live:
         owner = min(live, key=claim_order).data.tags.get(CLAIM_TAGS[0], "?")
-        return RunResult(reason=f"running in another sweep: {owner}", elsewhere=owner), dead
-    return None, dead
+        return RunResult(reason=f"running in another sweep: {owner}", elsewhere=owner), dead, False
+    return None, dead, deciding
 
 
 def claim_run(store: MlflowStore, tags: dict[str, str], run_name: str, sweep: dict[str, Any]) -> Claim | RunResult:
     """Claim a run (``tags``: its identity and claimant tags): create it RUNNING, then apply :func:`skip_rule`
-    to its key's runs. When the rule says the run is not run here, or is an earlier attempt of this sweep's
-    (its record, if written, is kept: :meth:`MlflowStore.log`), the new claim is withdrawn."""
+    to its key's runs, again while a later claim is deciding (:data:`DECIDE_SECONDS` at most: then it defers).
+    When the rule says the run is not run here, or is an earlier attempt of this sweep's (its record, if
+    written, is kept: :meth:`MlflowStore.log`), the new claim is withdrawn; else it is tagged decided."""
     key = tags[f"{TAG}run_key"]
     claim = store.claim(tags, run_name)
-    others = [r for r in store.runs_by_key(key).get(key, []) if r.info.run_id != claim.run_id]
-    decision, dead = skip_rule(others, tags, sweep, store.sweeps, time.time(), claim)
-    for run_id in dead:
-        store.mark_killed(run_id)
-    if decision is None:
-        return claim
-    store.withdraw(claim.run_id)
-    return decision
+    pause, give_up = 0.02, time.monotonic() + DECIDE_SECONDS
+    while True:
+        others = [r for r in store.runs_by_key(key).get(key, []) if r.info.run_id != claim.run_id]
+        decision, dead, deciding = skip_rule(others, tags, sweep, store.sweeps, time.time(), claim)
+        for run_id in dead:
+            store.mark_killed(run_id)
+        if deciding and time.monotonic() > give_up:
+            decision = RunResult(reason="running in another sweep (its claim did not decide in time)", elsewhere="?")
+        if decision is not None:
+            store.withdraw(claim.run_id)
+            if isinstance(decision, Claim):  # this sweep's earlier attempt, taken over
+                store.set_tag(decision.run_id, DECIDED_TAG, "run")
+            return decision
+        if not deciding:
+            store.set_tag(claim.run_id, DECIDED_TAG, "run")
+            return claim
+        time.sleep(pause)
+        pause = min(2 * pause, 1.0)
 
 
 class Heartbeat:

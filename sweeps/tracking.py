@@ -264,8 +264,12 @@ class MlflowStore:
         return Claim(created.info.run_id, created.info.artifact_uri, created.info.start_time)
 
     def withdraw(self, run_id: str) -> None:
-        """Delete a claim another sweep won (it never ran)."""
+        """End a claim another sweep won (it never ran): KILLED, then deleted."""
+        locked_retry(self.client.set_terminated, run_id, status="KILLED")
         locked_retry(self.client.delete_run, run_id)
+
+    def set_tag(self, run_id: str, key: str, value: str) -> None:
+        locked_retry(self.client.set_tag, run_id, key, value)
 
     def sweeps(self) -> dict[str, str]:
         """The experiment's tags, where running sweeps keep their heartbeats (:mod:`sweeps.record`)."""

@@ -100,8 +100,9 @@ def multirun_config(*task_overrides: str) -> DictConfig:
     return cfg
 
 
-def test_fingerprint_is_the_python_sources_only(tmp_path: Path) -> None:
-    """Same sources anywhere ⇒ same fingerprint; a README or any non-Python file leaves it; a .py edit changes it."""
+def test_fingerprint_is_what_the_python_sources_mean(tmp_path: Path) -> None:
+    """Same sources anywhere ⇒ same fingerprint; a README, any non-Python file, a comment, a blank line or a
+    docstring leave it; a .py edit that changes code changes it."""
     copy = tmp_path / "sim"
     shutil.copytree(SIM_ROOT, copy, ignore=shutil.ignore_patterns("__pycache__"))
     before = code_fingerprint(copy)
@@ -111,8 +112,59 @@ def test_fingerprint_is_the_python_sources_only(tmp_path: Path) -> None:
     (copy / "policies" / "data.json").write_text("{}")
     assert code_fingerprint(copy) == before
     policy = copy / "policies" / "backfill.py"
-    policy.write_text(policy.read_text() + "\n# a changed policy\n")
+    text = policy.read_text()
+    policy.write_text("# a comment\n\n" + text.replace('"""', '"""Reworded. ', 1) + "\n# a changed policy\n")
+    assert code_fingerprint(copy) == before
+    policy.write_text(text + "\nTUNED = 2\n")
     assert code_fingerprint(copy) != before
+
+
+def test_source_digest_ignores_docstrings_comments_and_layout(tmp_path: Path) -> None:
+    source = tmp_path / "m.py"
+    digests = []
+    for text in ['"""Doc."""\ndef f(x):\n    """Adds one."""\n    return x + 1\n',
+                 '# note\n\ndef f(x):  # inline\n    return (x +\n            1)\n',
+                 'def f(x):\n    return x + 2\n',
+                 'def f(x):\n    "a first string: a docstring"\n    return x + 2\n']:
+        source.write_text(text)
+        digests.append(identity.source_digest(source))
+    assert digests[0] == digests[1] != digests[2] == digests[3]  # a function's first string is its docstring
+    source.write_text("def broken(:\n")
+    assert identity.source_digest(source) == identity.sha256_file(source)  # not Python: its bytes
+
+
+def test_a_policys_code_includes_the_modules_of_theirs_it_imports(tmp_path: Path, monkeypatch) -> None:
+    """A helper module beside the policy's package on the path (``myutil.py`` imported by
+    ``fairbf/policy.py``) and what that imports in turn, absolute or relative, are part of the run's code;
+    editing one reruns (and names it), editing a comment in one does not."""
+    (tmp_path / "fairbf").mkdir()
+    (tmp_path / "fairbf" / "__init__.py").write_text("")
+    (tmp_path / "fairbf" / "policy.py").write_text(
+        "import json\nimport numpy\nfrom . import shared\nimport myutil\n\n\nclass Fair:\n    def key(self):\n"
+        "        from deeper.inner import weight  # imported where it is used\n        return weight\n")
+    (tmp_path / "fairbf" / "shared.py").write_text("A = 1\n")
+    (tmp_path / "myutil.py").write_text("from sim.core import Job\n\nSLACK = 1.5\n")
+    (tmp_path / "deeper").mkdir()
+    (tmp_path / "deeper" / "__init__.py").write_text("")
+    (tmp_path / "deeper" / "inner.py").write_text("from .more import WEIGHT as weight\n")
+    (tmp_path / "deeper" / "more.py").write_text("WEIGHT = 3\n")
+    (tmp_path / "unused.py").write_text("X = 1\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    identity.own_package.cache_clear()
+    code = CodeHasher().code(["fairbf.policy.Fair"])
+    theirs = set(code.files) - set(schedlab_sources())
+    assert theirs == {"fairbf/__init__.py", "fairbf/policy.py", "fairbf/shared.py", "myutil.py",
+                      "deeper/__init__.py", "deeper/inner.py", "deeper/more.py"}
+    assert identity.own_places("fairbf.policy.Fair") == {tmp_path / "fairbf", tmp_path / "myutil.py",
+                                                         tmp_path / "deeper"}
+    (tmp_path / "myutil.py").write_text("# only a comment added\nfrom sim.core import Job\n\nSLACK = 1.5\n")
+    assert CodeHasher().code(["fairbf.policy.Fair"]) == code
+    (tmp_path / "myutil.py").write_text("from sim.core import Job\n\nSLACK = 2.0\n")
+    edited = CodeHasher().code(["fairbf.policy.Fair"])
+    assert identity.changed_files(code.manifest, edited.files) == ["myutil.py"]
+    (tmp_path / "deeper" / "more.py").write_text("WEIGHT = 4\n")
+    assert identity.changed_files(edited.manifest, CodeHasher().code(["fairbf.policy.Fair"]).files) == [
+        "deeper/more.py"]
 
 
 def test_a_runs_code_is_the_simulator_the_sweeps_modules_it_runs_and_its_own_packages(tmp_path: Path,

@@ -16,6 +16,7 @@ import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import ClassVar
 
 import pytest
 from mlflow.tracking import MlflowClient
@@ -133,6 +134,39 @@ def test_tracking_server_down(tmp_path: Path) -> None:
     out = fails_fast(tmp_path, "tracking=server", f"tracking.uri={uri}", bound=15,
                      message=f"the MLflow tracking server {uri} is not reachable")
     assert "tracking=sqlite" in out and "mlflow server --host 127.0.0.1" in out
+
+
+def test_a_busy_tracking_server_is_asked_again_not_refused(monkeypatch: pytest.MonkeyPatch,
+                                                           capsys: pytest.CaptureFixture[str]) -> None:
+    """A server that accepts the connection but answers its first request only after the probe's timeout
+    (busy) is waited for; one that never answers is refused after ``BUSY_SECONDS`` saying so."""
+    import http.server
+    import threading
+
+    class Slow(http.server.BaseHTTPRequestHandler):
+        delays: ClassVar[list[float]] = [1.5]  # the first answer comes after the probe's timeout, the next at once
+
+        def do_GET(self) -> None:
+            time.sleep(self.delays.pop() if self.delays else 0)
+            self.send_response(200)
+            self.end_headers()
+
+        def log_message(self, *args: object) -> None:
+            return None
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Slow)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    monkeypatch.setattr(preflight, "PROBE_SECONDS", 0.5)
+    uri = f"http://127.0.0.1:{server.server_address[1]}"
+    try:
+        preflight._probe_server(uri)
+        assert "has not answered in 0.5 s; asking again" in capsys.readouterr().out
+        Slow.delays = [5.0] * 10
+        monkeypatch.setattr(preflight, "BUSY_SECONDS", 1.0)
+        with pytest.raises(preflight.StoreUnusableError, match=r"not reachable \(no answer in 1 s\)"):
+            preflight._probe_server(uri)
+    finally:
+        server.shutdown()
 
 
 def test_a_killed_driver_takes_its_local_ray_with_it(tmp_path: Path) -> None:

@@ -19,6 +19,7 @@ import json
 import socket
 import sys
 import time
+from collections import Counter
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, Protocol
@@ -56,6 +57,16 @@ class SweepStats:
     interrupted: bool = False
     stopped: str = ""
     failures: list[tuple[Run, RunReport]] = dataclasses.field(default_factory=list)
+    skips: Counter[str] = dataclasses.field(default_factory=Counter)  # why runs were skipped → how many
+
+    def skip(self, run: Run) -> None:
+        """Count a run not run here, by why (its ``result``)."""
+        result = run.result
+        why = ("repeating another run of this sweep" if result is not None and result.same_as is not None
+               else "running in another sweep" if result is not None and result.elsewhere is not None
+               else "already recorded")
+        self.skipped += 1
+        self.skips[why] += 1
 
     @property
     def not_run(self) -> int:
@@ -128,7 +139,7 @@ class Batch:
         """What the process that runs ``run`` is handed; ``None`` when it is not run after all (the driver
         claims it and another sweep has it)."""
         if self.planner is not None and self.planner.claim(run) is not None:
-            self.stats.skipped += 1
+            self.stats.skip(run)
             return None
         record = self.planner.recorder(run) if self.planner is not None else None
         if run.recipe is not None:  # composed where it runs, checked against the plan
@@ -151,7 +162,7 @@ class Batch:
                                     f"the same command to resume") from cause
         self.reports[run.index] = report
         if report.status == "SKIPPED":  # its worker found it claimed or finished by another sweep
-            self.stats.skipped += 1
+            self.stats.skip(run)
         elif report.status == "FINISHED":
             self.stats.done += 1
         else:
@@ -194,7 +205,9 @@ class Sweep:
                 raise SweepAbortedError(f"could not plan the sweep: {one_line(error)}; nothing was run") from error
         timings["prepare"] = time.perf_counter() - tic
         batch = Batch(runs, planner, SweepStats(total=len(runs)), timings)
-        batch.stats.skipped = len(runs) - len(batch.todo)
+        for run in runs:
+            if run.result is not None:
+                batch.stats.skip(run)
         if planner is not None:
             print(planned_line(len(runs), len(batch.todo), timings), flush=True)
         try:
@@ -338,6 +351,8 @@ def print_summary(stats: SweepStats) -> None:
     head = "sweep interrupted" if stats.interrupted else "sweep stopped" if stats.stopped else "sweep finished"
     line = (f"{head} in {stats.seconds:.1f} s: {stats.total} runs — {stats.done} done, {stats.failed} failed, "
             f"{stats.skipped} skipped")
+    if stats.skips:
+        line += f" ({', '.join(f'{n} {why}' for why, n in stats.skips.most_common())})"
     if stats.not_run:
         line += f", {stats.not_run} not run"
     print(line)
