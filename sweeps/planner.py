@@ -63,6 +63,7 @@ from sweeps.tracking import (
     CODE_TAG,
     INPUT_FILES_TAG,
     INPUTS_TAG,
+    SUPERSEDED_TAG,
     TAG,
     MlflowStore,
     StoreURI,
@@ -110,6 +111,8 @@ class Run:
     inputs: Fingerprint | None = None
     record: RunRecord | None = None
     result: RunResult | None = None
+    #: (run id, name) of the FINISHED records of its key that it replaces (other code or inputs, or forced)
+    supersedes: list[tuple[str, str]] = field(default_factory=list)
 
     @classmethod
     def of(cls, cfg: DictConfig, index: int = 0) -> Run:
@@ -246,16 +249,19 @@ class Planner:
         self.runs[run.index] = run
 
     def unreadable(self, runs: Sequence[Run]) -> dict[str, list[Run]]:
-        """Read each replayed input once, on the driver (a trace with a bad line): when no run of the sweep
-        could read its input, the errors — nothing is started; otherwise ``{}``, and the runs with a bad
-        input fail in their workers and are recorded FAILED beside the others."""
+        """Read each input once, on the driver (a trace with a bad line, a WfFormat instance with duplicate
+        task ids): when no run of the sweep could read its input, the errors — nothing is started; otherwise
+        ``{}``, and the runs with a bad input fail in their workers and are recorded FAILED beside the others.
+        A drawn workload's files are read by its ``check_files`` (a workload without one is not checked)."""
         errors: dict[str, list[Run]] = {}
         read: dict[str, str | None] = {}
         for run in runs:
             assert run.parts is not None
-            if run.parts.workload.stochastic or not run.parts.workload.input_files():
+            workload = run.parts.workload
+            if not workload.input_files() or (workload.stochastic and not hasattr(workload, "check_files")):
                 return {}
-            replay = repr((run.plain.get("workload"), run.plain.get("cluster")))
+            replay = repr(sorted(workload.input_files().items()) if workload.stochastic
+                          else (run.plain.get("workload"), run.plain.get("cluster")))
             if replay not in read:
                 try:
                     task.check_inputs(run.parts)
@@ -308,8 +314,11 @@ class Planner:
                     self.take_over(dead)
                 if isinstance(decision, RunResult):
                     self.not_run_here(run, decision)
-                elif (finished := [r for r in found if r.info.status == "FINISHED"]) and not sweep.get("force", False):
-                    self.reran["; ".join(self.changes(finished[0], run))] += 1
+                elif finished := [r for r in found if r.info.status == "FINISHED"]:
+                    if not sweep.get("force", False):
+                        self.reran["; ".join(self.changes(finished[0], run))] += 1
+                    run.supersedes = [(r.info.run_id, r.info.run_name) for r in finished
+                                      if SUPERSEDED_TAG not in r.data.tags]
                 self.first[run.key] = run.index
 
     def take_over(self, dead: Iterable[str]) -> None:
@@ -417,11 +426,14 @@ class Planner:
             assert record is not None
             if self.claim(run, here=True) is not None:
                 return  # another sweep has it
-            run_id = record.write(report, self.store)
+            run_id = report.recorded = record.write(report, self.store)
         outcome = report.outcome
         if outcome is None:
             return
         metrics = metrics_of(outcome)
+        if self.store is not None and run_id is not None:
+            for old, name in run.supersedes:  # the records this one replaces, marked where the UI shows them
+                self.store.supersede(old, name, run_id)
         run.result = RunResult(metrics, run_id=run_id, objective=self.objective,
                                stochastic=run.parts.workload.stochastic)
         self.results.append((run.policy, run.plain.get("policy") or {}, metrics))

@@ -25,7 +25,7 @@ from sim.workflows.generators import GENERATORS
 from sim.workflows.limits import MAX_TASKS, check_system
 from sim.workflows.mapreduce import MapReduceShape, mapreduce_stream
 from sim.workflows.stream import check_stream, workflow_stream
-from sim.workflows.wfformat import wfformat_stream
+from sim.workflows.wfformat import read_wfformat, wfformat_stream
 from sim.workloads import FORMATS, load_trace, synthetic_hpc
 from sim.workloads.errors import check_rate
 from sim.workloads.multires import multires_cluster, multires_workload
@@ -326,6 +326,11 @@ class WfFormatFolder(_StreamParams):
     def input_files(self) -> dict[str, Path]:
         """The instance files a run draws from (the folder's ``*.json``, as the reader lists them)."""
         return {f"{self.path.rstrip('/')}/{file.name}": file for file in sorted(self.folder.glob("*.json"))}
+
+    def check_files(self) -> None:
+        """Read every instance, as each run does first (a bad one is refused on the driver)."""
+        for file in self.input_files().values():
+            read_wfformat(file)
 
     def build(self, rng: np.random.Generator, cluster: Cluster | None) -> Workload:
         return wfformat_stream(rng, self.folder, **self._stream_args(cluster, "workload wfformat"))

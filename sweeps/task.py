@@ -190,9 +190,13 @@ def file_digests(files: dict[str, Path]) -> dict[str, str]:
 
 
 def check_inputs(parts: RunParts) -> None:
-    """Read a run's input files as the worker will (its workload built once, with seed 0): a bad line of a
-    trace stops the sweep on the driver, before Ray starts, instead of failing every run in a worker."""
-    parts.workload.build(np.random.default_rng(0), parts.cluster.build() if parts.cluster.fixed else None)
+    """Read a run's input files as the worker will (a replay's workload built once, with seed 0; a drawn one's
+    ``check_files``): a bad line of a trace stops the sweep on the driver, before Ray starts, instead of
+    failing every run in a worker."""
+    if parts.workload.stochastic:
+        parts.workload.check_files()
+    else:
+        parts.workload.build(np.random.default_rng(0), parts.cluster.build() if parts.cluster.fixed else None)
 
 
 _BUILT: dict[tuple[str, str], Any] = {}

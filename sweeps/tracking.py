@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from functools import cache
 from pathlib import Path
 from typing import Any, TypeVar
-from urllib.parse import unquote, urlparse
+from urllib.parse import quote, unquote, urlparse
 
 import yaml
 
@@ -29,6 +29,9 @@ T = TypeVar("T")
 REMOTE_SCHEMES = ("http", "https")
 CODE_TAG, CODE_FILES_TAG = f"{TAG}code", f"{TAG}code_files"
 INPUTS_TAG, INPUT_FILES_TAG = f"{TAG}inputs", f"{TAG}input_files"
+SUPERSEDED_TAG = f"{TAG}superseded_by"  # on a FINISHED run a later record of its key replaces: that run's id
+#: the MLflow UI's filter for the current runs (no later record replaced them)
+CURRENT_RUNS = f"tags.`{SUPERSEDED_TAG}` IS NULL"
 
 
 @dataclass(frozen=True)
@@ -131,19 +134,21 @@ UI_ADDRESS = "http://127.0.0.1:5000"
 
 
 def browse(uri: str, experiment_id: str) -> str:
-    """How to open an experiment's runs table in the MLflow UI. MLflow 3.17's UI opens an experiment on
-    its GenAI overview ("Traces 0") whatever the experiment's tags: its view is the browser's
-    ``workflowType`` setting, which a link sets with ``?workflowType=machine_learning`` (read from the UI's
-    source: ``WorkflowTypeContext``; checked with headless Chromium).
+    """How to open an experiment's current runs in the MLflow UI. MLflow 3.17's UI opens an experiment on its
+    GenAI overview ("Traces 0") whatever the experiment's tags: its view is the browser's ``workflowType``
+    setting, which a link sets with ``?workflowType=machine_learning`` (read from the UI's source:
+    ``WorkflowTypeContext``; checked with headless Chromium); ``searchFilter`` leaves out superseded runs
+    (:data:`CURRENT_RUNS`).
 
-    >>> browse("sqlite:////d/mlflow.db", "3")
-    'mlflow ui --backend-store-uri sqlite:////d/mlflow.db, then open http://127.0.0.1:5000/#/experiments/3/runs?workflowType=machine_learning'
     >>> browse("http://10.0.0.1:5000/", "3")
-    'open http://10.0.0.1:5000/#/experiments/3/runs?workflowType=machine_learning'
+    'open http://10.0.0.1:5000/#/experiments/3/runs?workflowType=machine_learning&searchFilter=tags.%60schedlab.superseded_by%60%20IS%20NULL'
+    >>> browse("sqlite:////d/mlflow.db", "3").split(", then open ")[0]
+    'mlflow ui --backend-store-uri sqlite:////d/mlflow.db'
     """
     remote = StoreURI(uri).remote
     base = uri.rstrip("/") if remote else UI_ADDRESS
-    link = f"{base}/#/experiments/{experiment_id}/runs?workflowType=machine_learning"
+    link = (f"{base}/#/experiments/{experiment_id}/runs?workflowType=machine_learning"
+            f"&searchFilter={quote(CURRENT_RUNS, safe='')}")
     return f"open {link}" if remote else f"mlflow ui --backend-store-uri {uri}, then open {link}"
 
 
@@ -270,6 +275,11 @@ class MlflowStore:
 
     def set_tag(self, run_id: str, key: str, value: str) -> None:
         locked_retry(self.client.set_tag, run_id, key, value)
+
+    def supersede(self, run_id: str, name: str, by: str) -> None:
+        """Mark a FINISHED run that the record ``by`` replaces: its tag :data:`SUPERSEDED_TAG` and its name."""
+        self.set_tag(run_id, SUPERSEDED_TAG, by)
+        locked_retry(self.client.update_run, run_id, name=f"{name} (superseded)")
 
     def sweeps(self) -> dict[str, str]:
         """The experiment's tags, where running sweeps keep their heartbeats (:mod:`sweeps.record`)."""

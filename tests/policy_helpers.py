@@ -70,15 +70,16 @@ class Hang(Idle):
 
 
 class Stuck(Idle):
-    """Loops in its first pass, as a policy stuck in its own code does (only Ctrl-C ends it); creates the
-    file ``ready`` first, so a test knows the run has begun."""
+    """Loops in its first pass, as a policy stuck in its own code does (only Ctrl-C or a run's time limit ends
+    it); creates the file ``ready`` (if given) first, so a test knows the run has begun."""
 
-    def __init__(self, ready: str) -> None:
+    def __init__(self, ready: str | None = None) -> None:
         super().__init__()
-        self.ready = Path(ready)
+        self.ready = Path(ready) if ready else None
 
     def schedule(self, now: float) -> Sequence[Start]:
-        self.ready.touch()
+        if self.ready is not None:
+            self.ready.touch()
         while True:
             time.sleep(0.01)
 

@@ -22,7 +22,7 @@ from hydra.types import RunMode
 from mlflow.tracking import MlflowClient
 from omegaconf import DictConfig, open_dict
 
-from sweeps import identity, task
+from sweeps import identity, task, tracking
 from sweeps.identity import SIM_ROOT, CodeHasher, InputHasher, code_fingerprint, schedlab_sources
 from sweeps.planner import InvalidSweepError, Planner, Run
 from sweeps.record import RunReport
@@ -232,8 +232,16 @@ def test_changed_code_is_rerun_unless_reuse_any(conf: None, trace_dir: Path, mon
     assert all(r and str(r).startswith(f"finished in MLflow run {r.run_id}") for r in trusted) and tracker.notes() == []
     changed, tracker = drive(trace_runs(trace_dir))
     assert changed == [None, None] and tracker.notes() == ["2 reran: code changed: sim/engine.py"]
-    codes = {r.data.tags["schedlab.code"] for r in runs(sqlite_uri(trace_dir), EXPERIMENT)}
+    every = runs(sqlite_uri(trace_dir), EXPERIMENT)
+    codes = {r.data.tags["schedlab.code"] for r in every}
     assert len(before) == 1 and codes == before | {CodeHasher().code([]).digest}
+    old = [r for r in every if r.data.tags["schedlab.code"] in before]  # replaced: marked where the UI shows them
+    new = {r.info.run_id for r in every if r not in old}
+    assert len(old) == 2 and {r.data.tags["schedlab.superseded_by"] for r in old} == new
+    assert all(r.info.run_name.endswith(" (superseded)") for r in old)
+    client = MlflowClient(sqlite_uri(trace_dir))
+    current = client.search_runs([old[0].info.experiment_id], filter_string=tracking.CURRENT_RUNS)
+    assert {r.info.run_id for r in current} == new  # what the printed link shows
     resumed, _ = drive(trace_runs(trace_dir))  # the new code's runs are now the ones reused
     assert all(r and str(r).startswith(f"finished in MLflow run {r.run_id}") for r in resumed)
 

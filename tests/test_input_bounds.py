@@ -117,6 +117,21 @@ def _task(name: str, runtime: float = 1.0, children: tuple[str, ...] = ()) -> di
     return {"name": name, "id": name, "runtimeInSeconds": runtime, "parents": [], "children": list(children)}
 
 
+def test_a_wfformat_folder_with_a_bad_instance_is_refused_before_ray_starts(tmp_path: Path) -> None:
+    """Every run of a WfFormat stream reads all of its folder's instances first: a bad one (duplicate task ids)
+    is read on the driver, and the sweep stops before Ray starts instead of failing each run in a worker."""
+    (tmp_path / "wf").mkdir()
+    (tmp_path / "wf" / "good.json").write_text(json.dumps(_instance([_task("a", children=("b",)), _task("b")])))
+    (tmp_path / "wf" / "bad.json").write_text(json.dumps(_instance([_task("a"), _task("c"), _task("c")])))
+    proc = subprocess.run([sys.executable, str(REPO / "sweeps" / "run.py"), "-m", "workload=wfformat",
+                           "workload.path=wf", "cluster=rmdcwf", "policy=rmdcwf", "seed=range(0,5)", "tracking=none",
+                           "hydra.launcher.progress=false"],
+                          cwd=tmp_path, capture_output=True, text=True, timeout=120)
+    assert proc.returncode != 0
+    assert "duplicate task id 'c' (tasks at positions 1 and 2)" in proc.stderr and "all 5 runs" in proc.stderr
+    assert "starting a local Ray" not in proc.stdout and "Traceback" not in proc.stderr
+
+
 @pytest.mark.parametrize(("tasks", "message"), [
     ([_task("a", children=("b",)), _task("b", 1e300)], r"task 'b': runtime: expected a time in seconds, 0 ≤ t ≤ 1e"),
     ([_task("a", children=("c",)), _task("b"), _task("c"), _task("c")],

@@ -12,6 +12,7 @@ from __future__ import annotations
 import shutil
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -160,6 +161,29 @@ def test_a_bad_policy_is_one_line(tmp_path: Path, overrides: list[str], message:
     assert proc.returncode != 0
     assert message in proc.stdout + proc.stderr
     assert "Traceback" not in proc.stdout + proc.stderr
+
+
+@pytest.mark.parametrize("launcher", ["ray", "serial"])
+def test_a_policy_stuck_in_its_own_code_is_stopped_by_the_run_timeout(tmp_path: Path, launcher: str) -> None:
+    """A policy looping inside ``schedule`` (no wake-up for the engine to judge) is stopped once its run has taken
+    ``hydra.launcher.run_timeout`` seconds: the run is recorded FAILED with that reason and the sweep's other run
+    finishes."""
+    search = own_conf(tmp_path / "myconf", stuck="policy_helpers.Stuck")
+    tic = time.monotonic()
+    proc = run_cli(tmp_path, "-m", search, "policy=stuck,fcfs", "workload.jobs=50", "seed=1",
+                   f"hydra/launcher={launcher}", "hydra.launcher.run_timeout=2", "hydra.launcher.progress=false",
+                   "experiment_name=stuck", pythonpath=HELPERS, timeout=180)
+    assert proc.returncode != 0 and time.monotonic() - tic < 120
+    assert "1 done, 1 failed" in proc.stdout
+    assert "RunTimeoutError: the run took longer than hydra.launcher.run_timeout=2 s (wall clock)" in proc.stdout
+    found = {r.data.params["policy"]: r for r in runs(sqlite_uri(tmp_path), "stuck")}
+    assert found["fcfs"].info.status == "FINISHED" and found["stuck"].info.status == "FAILED"
+    assert "run_timeout=2 s" in found["stuck"].data.tags["schedlab.error"]
+
+
+def test_a_run_timeout_that_is_not_a_positive_number_is_refused(tmp_path: Path) -> None:
+    proc = run_cli(tmp_path, "-m", "seed=1", "hydra/launcher=serial", "hydra.launcher.run_timeout=-1", "tracking=none")
+    assert proc.returncode != 0 and "hydra.launcher.run_timeout must be a positive number of seconds" in proc.stderr
 
 
 def test_a_worker_that_cannot_import_the_policy_fails_its_run_in_one_line(tmp_path: Path, example: Path) -> None:

@@ -192,7 +192,12 @@ def test_failed_run_is_recorded_and_others_complete(tmp_path: Path) -> None:
     proc = sweep(tmp_path, "workload=drevt_csv", "workload.path=good.csv,bad.csv", "policy=easy,fcfs", "seed=0",
                  check=False)
     assert proc.returncode != 0
-    assert "2 done, 2 failed, 0 skipped" in proc.stdout and "FAILED #" in proc.stdout
+    assert "2 done, 2 failed, 0 skipped" in proc.stdout
+    failed = [line for line in proc.stdout.splitlines() if line.startswith("  FAILED #")]
+    assert len(failed) == 2 and all("traceback.txt in MLflow run" in line for line in failed)
+    assert not any("tracking" in line or "hydra" in line for line in failed)  # the run's name, not its overrides
+    first = min(int(line.split("#")[1].split()[0]) for line in failed)
+    assert f"(first: #{first}," in proc.stderr
     found = runs(sqlite_uri(tmp_path))
     assert sorted(r.info.status for r in found) == ["FAILED", "FAILED", "FINISHED", "FINISHED"]
     client = MlflowClient(sqlite_uri(tmp_path))
@@ -340,8 +345,10 @@ def test_the_failure_message_says_whether_any_run_completed() -> None:
 
     failure = (Run(3, ["seed=3"], {}, {}), RunReport("FAILED", error="E: x"))
     every = SweepStats(total=2, failed=2, failures=[failure])
-    assert str(failed_error(every)) == "2 of 2 runs failed (first: #3, E: x); none completed"
-    assert str(failed_error(SweepStats(total=3, done=1, failed=2, failures=[failure]))).endswith("the others completed")
+    assert str(failed_error(every)).startswith("2 of 2 runs failed (first: #3, E: x); none completed; ")
+    later = (Run(7, ["seed=7"], {}, {}), RunReport("FAILED", error="E: y"))
+    assert "(first: #3, E: x)" in str(failed_error(SweepStats(total=2, failed=2, failures=[later, failure])))
+    assert "; the others completed;" in str(failed_error(SweepStats(total=3, done=1, failed=2, failures=[failure])))
 
 
 def test_store_calls_wait_out_a_locked_sqlite_and_nothing_else(tmp_path: Path) -> None:

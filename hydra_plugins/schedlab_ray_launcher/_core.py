@@ -134,7 +134,7 @@ def gather(options: dict[str, Any], sweep: Any, batch: Batch) -> None:
     limit = int(options.get("max_in_flight") or 2 * slots)
     remote = ray.remote(_execute).options(num_cpus=num_cpus, max_retries=int(options.get("max_retries", 3)),
                                           retry_exceptions=False)
-    shared = [ray.put((sweep.task_function, sweep.callbacks, singleton_state(), sweep.config))]  # a list: not resolved
+    shared = [ray.put((sweep.task_function, sweep.callbacks, singleton_state(), sweep.config, sweep.run_timeout))]
     bases: dict[tuple[str, ...], ray.ObjectRef] = {}  # shape → its composition, once in the object store
     batch.timings["slots"] = slots
     log.info(f"Launching {len(batch.todo)} jobs on Ray ({slots} slots)")
@@ -194,10 +194,10 @@ def _execute(shared: list[ray.ObjectRef], blob: bytes, base: list[ray.ObjectRef]
     """Ray task: one :class:`~.batch.Job` (pickled in ``blob``) through :func:`~.batch.execute` in this worker.
     The task function, callbacks, Hydra's global state and the sweep's config (``shared``) and a recipe's shape
     composition (``base``) are fetched once per worker."""
-    task_function, callbacks, state, master = _fetch(shared[0])
+    task_function, callbacks, state, master, limit = _fetch(shared[0])  # a list: Ray does not resolve it
     job = pickle.loads(blob)
     setup_globals()
     set_singleton_state(state)
     node_ip = ray.util.get_node_ip_address() or ""
     return execute(job, functools.partial(_fetch, *base), master, sweep_dir, task_function,
-                   callbacks, ray.get_runtime_context().get_node_id(), node_ip)
+                   callbacks, ray.get_runtime_context().get_node_id(), node_ip, limit)

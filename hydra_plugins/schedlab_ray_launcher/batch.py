@@ -13,14 +13,16 @@ No ``from __future__ import annotations`` here: Hydra's plugin scan executes thi
 """
 
 import atexit
+import contextlib
 import dataclasses
 import functools
 import json
+import signal
 import socket
 import sys
 import time
 from collections import Counter
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -99,11 +101,38 @@ class Job:
     plain: dict[str, Any] | None
 
 
+class RunTimeoutError(Exception):
+    """A run took longer than ``hydra.launcher.run_timeout``."""
+
+
+@contextlib.contextmanager
+def wall_clock_limit(seconds: float | None) -> Iterator[None]:
+    """Raise :class:`RunTimeoutError` in this thread (the main one: a Ray task's or the driver's) once ``seconds``
+    of wall clock have passed (``None``: no limit). Python code is stopped between two bytecodes, ``time.sleep``
+    at once; a call into C that never returns is not (Ray's ``max_retries`` does not repeat such a failure)."""
+    if seconds is None:
+        yield
+        return
+
+    def expired(signum: int, frame: Any) -> None:
+        raise RunTimeoutError(f"the run took longer than hydra.launcher.run_timeout={seconds:g} s (wall clock); "
+                              f"stopped")
+
+    previous = signal.signal(signal.SIGALRM, expired)
+    signal.setitimer(signal.ITIMER_REAL, seconds)
+    try:
+        yield
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+
+
 def execute(job: Job, base: Callable[[], bytes], master: DictConfig, sweep_dir: str, task_function: TaskFunction,
-            callbacks: Any, node_id: str, node_ip: str = "") -> RunReport:
+            callbacks: Any, node_id: str, node_ip: str = "", limit: float | None = None) -> RunReport:
     """The one body of a run, in a Ray worker or this process: compose it (from its recipe and its shape's
-    composition ``base``, checked against the plan) and claim it, run it with Hydra's ``run_job``, write its
-    record (when this process sees the store); its report."""
+    composition ``base``, checked against the plan) and claim it, run it with Hydra's ``run_job`` within
+    ``limit`` seconds (:func:`wall_clock_limit`), write its record (when this process sees the store); its
+    report."""
     record = job.record
     try:
         config = job.config_or_recipe
@@ -117,9 +146,14 @@ def execute(job: Job, base: Callable[[], bytes], master: DictConfig, sweep_dir: 
     if instead is not None:
         return RunReport("SKIPPED", instead)
     start, tic = time.time(), time.perf_counter()
-    ret = run_job(hydra_context=HydraContext(config_loader=None, callbacks=callbacks), task_function=task_function,
-                  config=config, job_dir_key="hydra.sweep.dir", job_subdir_key="hydra.sweep.subdir")
-    report = RunReport.of(ret, start, time.time(), time.perf_counter() - tic, node_id, node_ip)
+    try:
+        with wall_clock_limit(limit):
+            ret = run_job(hydra_context=HydraContext(config_loader=None, callbacks=callbacks),
+                          task_function=task_function, config=config, job_dir_key="hydra.sweep.dir",
+                          job_subdir_key="hydra.sweep.subdir")
+        report = RunReport.of(ret, start, time.time(), time.perf_counter() - tic, node_id, node_ip)
+    except RunTimeoutError as error:  # the limit struck outside the task function (in run_job's own steps)
+        report = RunReport.crashed(error, node_id, node_ip)
     if record is not None:
         record.finish(report)
     return report
@@ -175,8 +209,13 @@ class Sweep:
     :meth:`launch` the sweeper asks for."""
 
     def __init__(self, hydra_context: HydraContext, task_function: TaskFunction, config: DictConfig,
-                 executor: Executor) -> None:
+                 executor: Executor, run_timeout: float | None = None) -> None:
+        if run_timeout is not None and (isinstance(run_timeout, bool) or not isinstance(run_timeout, int | float)
+                                        or not 0 < run_timeout < float("inf")):
+            raise SweepAbortedError(f"hydra.launcher.run_timeout must be a positive number of seconds (or null: no "
+                                    f"limit), got {run_timeout!r}; nothing was run")
         self.config, self.task_function, self.executor = config, task_function, executor
+        self.run_timeout = None if run_timeout is None else float(run_timeout)
         #: what a run's ``run_job`` notifies: the sweep's callbacks but schedlab's (its job hooks are a single run's)
         self.callbacks = without_callback(hydra_context.callbacks, SchedlabCallback)
         self.composer = share_cache(hydra_context, config)
@@ -279,10 +318,12 @@ def planned_line(total: int, todo: int, timings: dict[str, float]) -> str:
 
 
 def failed_error(stats: SweepStats) -> RunFailedError:
-    """What a failed run's JobReturn raises: how many failed, the first, and whether any completed."""
-    run, report = stats.failures[0]
+    """What a failed run's JobReturn raises: how many failed, the first in job order (the job Hydra names when
+    it reads the returns in order), and whether any completed."""
+    run, report = min(stats.failures, key=lambda failure: failure[0].index)
     rest = "the others completed" if stats.done + stats.skipped else "none completed"
-    return RunFailedError(f"{stats.failed} of {stats.total} runs failed (first: #{run.index}, {report.error}); {rest}")
+    return RunFailedError(f"{stats.failed} of {stats.total} runs failed (first: #{run.index}, {report.error}); {rest}"
+                          f"; each run's traceback.txt is in its MLflow run (the FAILED lines above)")
 
 
 def write_stats(path: Path, stats: SweepStats, timings: dict[str, float]) -> None:
@@ -312,7 +353,7 @@ class InProcess:
                 if job is not None:
                     base = functools.partial(sweep.base, job.config_or_recipe)
                     batch.ended(run, execute(job, base, sweep.config, sweep.sweep_dir, sweep.task_function,
-                                             sweep.callbacks, socket.gethostname()))
+                                             sweep.callbacks, socket.gethostname(), limit=sweep.run_timeout))
                 progress.show(done=1)
         finally:
             batch.stats.seconds += time.perf_counter() - tic
@@ -356,8 +397,10 @@ def print_summary(stats: SweepStats) -> None:
     if stats.not_run:
         line += f", {stats.not_run} not run"
     print(line)
-    for run, report in stats.failures:
-        print(f"  FAILED #{run.index} ({run.label}): {report.error}")
+    for run, report in sorted(stats.failures, key=lambda failure: failure[0].index):
+        name = run.record.run_name if run.record is not None else run.label
+        where = f"; traceback.txt in MLflow run {report.recorded}" if report.recorded else ""
+        print(f"  FAILED #{run.index} ({name}): {report.error}{where}")
     if stats.interrupted:
         print("  rerun the same command to resume: finished runs are skipped")
     sys.stdout.flush()

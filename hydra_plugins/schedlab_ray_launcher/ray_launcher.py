@@ -41,6 +41,7 @@ class RayLauncherConf:
     max_retries: int = 3
     max_in_flight: Optional[int] = None  # None: twice the cluster's run slots  # noqa: UP045
     progress: bool = True
+    run_timeout: Optional[float] = None  # wall-clock seconds a run may take (then FAILED); None: no limit  # noqa: UP045
     local: RayLocalConf = field(default_factory=RayLocalConf)
     init: Dict[str, Any] = field(default_factory=dict)  # extra ray.init() keywords  # noqa: UP006
 
@@ -51,6 +52,7 @@ class SerialLauncherConf:
 
     _target_: str = "hydra_plugins.schedlab_ray_launcher.ray_launcher.SerialLauncher"
     progress: bool = True
+    run_timeout: Optional[float] = None  # wall-clock seconds a run may take (then FAILED); None: no limit  # noqa: UP045
 
 
 ConfigStore.instance().store(group="hydra/launcher", name="ray", node=RayLauncherConf, provider="schedlab")
@@ -68,7 +70,7 @@ class RayLauncher(Launcher):
     def setup(self, *, hydra_context: HydraContext, task_function: TaskFunction, config: DictConfig) -> None:
         from hydra_plugins.schedlab_ray_launcher.batch import Sweep
 
-        self.sweep = Sweep(hydra_context, task_function, config, self.executor())
+        self.sweep = Sweep(hydra_context, task_function, config, self.executor(), self.options.get("run_timeout"))
 
     def executor(self) -> Any:
         from hydra_plugins.schedlab_ray_launcher._core import RayExecutor
