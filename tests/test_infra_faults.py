@@ -25,6 +25,7 @@ from hydra_plugins.schedlab_ray_launcher._checks import cgroup_quota, usable_cpu
 from sweeps import preflight
 from tests.test_sweeper import (  # noqa: F401 (two_node_cluster: a fixture)
     ENV,
+    RESUME,
     RUN,
     SMALL,
     descendants,
@@ -52,6 +53,7 @@ def fails_fast(cwd: Path, *overrides: str, message: str, env: dict[str, str] | N
     assert seconds < bound, f"took {seconds:.1f} s:\n{out}"
     assert out.count(message) == 1, out
     assert "Traceback" not in proc.stderr and "nothing was run" in out, out
+    assert "HYDRA_FULL_ERROR" not in out, out  # Hydra's hint after a one-line error: no stack to see
     assert "starting a local Ray" not in out and not re.search(r"\b[1-9]\d* done", proc.stdout), out
     return out
 
@@ -167,6 +169,28 @@ def test_a_busy_tracking_server_is_asked_again_not_refused(monkeypatch: pytest.M
             preflight._probe_server(uri)
     finally:
         server.shutdown()
+
+
+def test_sigterm_ends_a_sweep_as_ctrl_c_does(tmp_path: Path) -> None:
+    """SIGTERM to the driver (what SLURM and ``timeout`` send): the runs that finished are recorded, none is left
+    RUNNING, the sweep says how to resume in one line (no traceback), and the rerun runs only the others."""
+    from tests.test_claims import count_finished
+
+    args = [sys.executable, str(RUN), "-m", *SMALL, *RESUME, "seed=range(0,30)", "hydra.launcher.progress=false"]
+    proc = subprocess.Popen(args, cwd=tmp_path, env=ENV, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 180
+    while count_finished(tmp_path / "mlflow.db") < 2 and time.monotonic() < deadline and proc.poll() is None:
+        time.sleep(0.2)
+    proc.send_signal(signal.SIGTERM)
+    out, err = proc.communicate(timeout=120)
+    assert proc.returncode == 130, out + err[-2000:]
+    assert "sweep interrupted" in out and "rerun the same command to resume" in out
+    assert "Traceback" not in err
+    statuses = [r.info.status for r in runs(sqlite_uri(tmp_path))]
+    done = statuses.count("FINISHED")
+    assert "RUNNING" not in statuses and 2 <= done < 30
+    again = subprocess.run(args, cwd=tmp_path, env=ENV, capture_output=True, text=True, timeout=300)
+    assert f"{30 - done} done, 0 failed, {done} skipped" in again.stdout
 
 
 def test_a_killed_driver_takes_its_local_ray_with_it(tmp_path: Path) -> None:

@@ -130,6 +130,7 @@ def test_a_wfformat_folder_with_a_bad_instance_is_refused_before_ray_starts(tmp_
     assert proc.returncode != 0
     assert "duplicate task id 'c' (tasks at positions 1 and 2)" in proc.stderr and "all 5 runs" in proc.stderr
     assert "starting a local Ray" not in proc.stdout and "Traceback" not in proc.stderr
+    assert "HYDRA_FULL_ERROR" not in proc.stderr
 
 
 @pytest.mark.parametrize(("tasks", "message"), [

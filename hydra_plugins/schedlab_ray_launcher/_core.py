@@ -4,6 +4,8 @@ with ``ray.wait`` as they finish; :func:`_execute` is the Ray task, :func:`sweep
 import functools
 import logging
 import pickle
+import signal
+import threading
 import time
 from typing import Any
 
@@ -83,13 +85,18 @@ def shutdown() -> None:
 
 
 def _init(what: str, **kwargs: Any) -> Any:
-    """``ray.init(**kwargs)``; Ray's own failure to start or join stops the sweep with one line."""
+    """``ray.init(**kwargs)``; Ray's own failure to start or join stops the sweep with one line. The SIGTERM
+    handler Ray sets (``sys.exit``: the batch would end without its summary) is replaced by the one before."""
+    before = signal.getsignal(signal.SIGTERM)
     try:
         return ray.init(**kwargs)
     except Exception as error:  # Ray raises a bare Exception for start-up timeouts
         ray.shutdown()  # whatever half started
         reason = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
         raise SweepAbortedError(f"{what}: {reason}; nothing was run (rerun to resume)") from None
+    finally:
+        if before is not None and threading.current_thread() is threading.main_thread():
+            signal.signal(signal.SIGTERM, before)
 
 
 class RayExecutor:
