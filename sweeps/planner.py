@@ -47,6 +47,7 @@ from sweeps._hydra import group_choices, task_config
 from sweeps.identity import REUSE, CodeHasher, Fingerprint, InputHasher, changed_files, own_places
 from sweeps.record import (
     CLAIM_TAGS,
+    DEAD_AFTER_SECONDS,
     Claimant,
     Heartbeat,
     RunRecord,
@@ -54,6 +55,7 @@ from sweeps.record import (
     RunResult,
     StoreLocation,
     metrics_of,
+    one_line,
     skip_rule,
     stale_sweeps,
 )
@@ -136,6 +138,11 @@ class Run:
     def label(self) -> str:
         """The run's own overrides, e.g. ``policy=easy seed=3``."""
         return " ".join(filter_overrides(self.overrides)) or "(defaults)"
+
+    @property
+    def name(self) -> str:
+        """The run's name as its MLflow run has it (its label before it has a record)."""
+        return self.record.run_name if self.record is not None else self.label
 
 
 @cache
@@ -478,12 +485,17 @@ class Planner:
     def close(self) -> None:
         """Claims of runs never recorded are marked KILLED (a later sweep, even in this process, runs
         them), and the heartbeat stops."""
-        if self.store is not None and self.heartbeat is not None:
-            for run_id in self.store.running(CLAIM_TAGS[0], self.sweep_id):
-                self.store.mark_killed(run_id)
-        if self.heartbeat is not None:
-            self.heartbeat.stop()
-            self.heartbeat = None
+        try:
+            if self.store is not None and self.heartbeat is not None:
+                for run_id in self.store.running(CLAIM_TAGS[0], self.sweep_id):
+                    self.store.mark_killed(run_id)
+        except Exception as error:  # the store went away: the claims go stale with the heartbeat
+            print(f"could not mark this sweep's unrecorded claims KILLED ({one_line(error)}); a later sweep takes "
+                  f"them over once this one's heartbeat is {DEAD_AFTER_SECONDS:g} s old", flush=True)
+        finally:
+            if self.heartbeat is not None:
+                self.heartbeat.stop()
+                self.heartbeat = None
 
     def notes(self) -> list[str]:
         """What the sweep decided for the user: reruns and why, collapsed seeds, where runs went."""

@@ -27,7 +27,8 @@ PROBE_SECONDS = 3.0
 BUSY_SECONDS = 30.0  # how long a server that accepts but does not answer is asked again
 #: MLflow's HTTP client defaults (7 retries with backoff, 120 s timeout) turn an outage into minutes;
 #: these keep a server that goes down mid-sweep under a minute. Set either variable to override.
-HTTP_LIMITS = {"MLFLOW_HTTP_REQUEST_MAX_RETRIES": "2", "MLFLOW_HTTP_REQUEST_TIMEOUT": "15"}
+HTTP_LIMITS = {"MLFLOW_HTTP_REQUEST_MAX_RETRIES": "2", "MLFLOW_HTTP_REQUEST_TIMEOUT": "15",
+               "MLFLOW_SUPPRESS_PRINTING_URL_TO_STDOUT": "true"}  # no "🏃 View run" line (and request) per run
 ELSEWHERE = "record elsewhere with tracking.uri=sqlite:///PATH/mlflow.db, or record nothing with tracking=none"
 #: filesystem types whose locking SQLite cannot rely on (NFS, Lustre, GPFS, SMB, Ceph, Gluster, BeeGFS, sshfs …)
 NETWORK_FS = ("nfs", "nfs4", "lustre", "gpfs", "cifs", "smb3", "smbfs", "ceph", "glusterfs", "fuse.glusterfs",

@@ -9,6 +9,7 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import json
+import logging
 import re
 import sqlite3
 import subprocess
@@ -201,6 +202,8 @@ class MlflowStore:
         from mlflow.tracking import MlflowClient
 
         self.uri, self.artifact_root = uri, artifact_root
+        if StoreURI(uri).remote:  # a retry is no news; a request that fails for good is one line of ours
+            logging.getLogger("urllib3.connectionpool").setLevel(logging.ERROR)
         with store_lock(uri):  # two processes creating one SQLite store's schema at once break it
             self.client = MlflowClient(tracking_uri=uri)
             self.client.search_experiments(max_results=1)  # MLflow creates (or migrates) the schema here

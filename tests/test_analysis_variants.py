@@ -14,7 +14,7 @@ import pandas as pd
 import pytest
 
 from analysis import AnalysisError
-from analysis.assemble import example_run
+from analysis.assemble import example_run, studied_level
 from analysis.formatting import to_markdown
 from analysis.report import main
 from analysis.runs import load_runs
@@ -63,6 +63,11 @@ def store(tmp_path_factory: pytest.TempPathFactory) -> Store:
                           "policy.reservations": "1" if policy == "easy" else "all"}
                 wait = 100.0 + seed * (2 if order == "sjf" else 1) + (seed**2 if policy == "conservative" else 0)
                 s.log(orders, params, {"wait/mean": wait})
+    mixed = s.experiment("mixed")  # README's sweep: the researcher's firstfit beside three built-in policies
+    for seed in range(2):
+        for policy in ("firstfit", "easy_sjf", "easy", "conservative"):
+            target = "mysched.firstfit.FirstFit" if policy == "firstfit" else "sim.policies.backfill.SeedBackfill"
+            s.log(mixed, {"policy": policy, "policy._target_": target, "seed": seed}, {"wait/mean": 10.0 + seed})
     return s
 
 
@@ -148,3 +153,12 @@ def test_the_default_schedule_run_is_the_studied_policys(store: Store, tmp_path:
     assert "policy=capsjf max_overtakes=2, seed=0; its first 6 jobs" in report
     assert "## Paired comparison with `easy`" in report and "easy-—" not in report
     assert (out / "figures" / f"gantt_{run[:8]}.png").stat().st_size > 1000
+
+
+def test_the_studied_policy_is_the_researchers_own_class(store: Store) -> None:
+    runs = load_runs("mixed", store.uri)
+    a = analyse(runs, metrics=["wait/mean"], baseline="easy")
+    assert a.levels == ["easy", "conservative", "easy_sjf", "firstfit"] and studied_level(a) == "firstfit"
+    assert runs.params.loc[example_run(a), ["policy", "seed"]].tolist() == ["firstfit", 0]
+    builtin = analyse(runs, metrics=["wait/mean"], baseline="firstfit")  # no other class of the researcher's
+    assert studied_level(builtin) == "conservative"

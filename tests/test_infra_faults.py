@@ -193,6 +193,32 @@ def test_sigterm_ends_a_sweep_as_ctrl_c_does(tmp_path: Path) -> None:
     assert f"{30 - done} done, 0 failed, {done} skipped" in again.stdout
 
 
+def test_a_tracking_server_killed_mid_sweep_is_one_line(tmp_path: Path) -> None:
+    """The tracking server dies while a sweep records into it: the sweep stops with one line saying why and how
+    to resume — no retries logged, no tracebacks (it printed ~250 lines of urllib3 retries and 11 of them)."""
+    from tests.test_sweeper import start_mlflow_server
+
+    server, uri = start_mlflow_server(tmp_path)
+    try:
+        args = [sys.executable, str(RUN), "-m", *SMALL, *RESUME, "seed=range(0,40)", "hydra.launcher.progress=false",
+                "tracking=server", f"tracking.uri={uri}"]
+        proc = subprocess.Popen(args, cwd=tmp_path, env=ENV, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        deadline = time.monotonic() + 180
+        while time.monotonic() < deadline and proc.poll() is None:
+            found = runs(uri)
+            if sum(r.info.status == "FINISHED" for r in found) >= 2:
+                break
+            time.sleep(0.5)
+    finally:
+        kill_tree(server.pid)
+    out, err = proc.communicate(timeout=300)
+    assert proc.returncode not in (0, None)
+    assert "Traceback" not in out + err and "Retrying" not in err, err[-3000:]
+    stopped = [line for line in out.splitlines() if line.startswith("sweep stopped")]
+    assert len(stopped) == 1 and "rerun the same command to resume" in out + err, out + err[-3000:]
+    assert len((out + err).splitlines()) < 40, out + err
+
+
 def test_a_killed_driver_takes_its_local_ray_with_it(tmp_path: Path) -> None:
     """SIGKILL the driver mid-sweep: the GCS, raylet and agents it started end within seconds (they
     outlived it by 1–2 minutes before the reaper, ``hydra_plugins/schedlab_ray_launcher/_reaper.py``)."""

@@ -268,27 +268,33 @@ def test_two_node_cluster_gives_the_local_metrics(two_node_cluster: str, tmp_pat
             k: v for k, v in local[key].items() if k != "sim/seconds"}
 
 
-@pytest.fixture()
-def mlflow_server(tmp_path: Path) -> Iterator[str]:
+def start_mlflow_server(folder: Path) -> tuple[subprocess.Popen, str]:
+    """``mlflow server`` on loopback over a SQLite store in ``folder``, once it answers: the process and its URI."""
     port = free_port()
     mlflow = str(Path(sys.executable).parent / "mlflow")
-    server = subprocess.Popen([mlflow, "server", "--backend-store-uri", f"sqlite:///{tmp_path}/server.db",
-                               "--artifacts-destination", str(tmp_path / "server-artifacts"),
+    server = subprocess.Popen([mlflow, "server", "--backend-store-uri", f"sqlite:///{folder}/server.db",
+                               "--artifacts-destination", str(folder / "server-artifacts"),
                                "--host", "127.0.0.1", "--port", str(port), "--workers", "1"],
-                              cwd=tmp_path, env={**ENV, "MLFLOW_SERVER_ENABLE_JOB_EXECUTION": "false"},
+                              cwd=folder, env={**ENV, "MLFLOW_SERVER_ENABLE_JOB_EXECUTION": "false"},
                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     uri = f"http://127.0.0.1:{port}"
+    deadline = time.monotonic() + 90
+    while True:
+        try:
+            with urllib.request.urlopen(f"{uri}/health", timeout=2) as response:
+                if response.status == 200:
+                    return server, uri
+        except OSError:
+            if time.monotonic() > deadline or server.poll() is not None:
+                kill_tree(server.pid)
+                raise
+            time.sleep(0.3)
+
+
+@pytest.fixture()
+def mlflow_server(tmp_path: Path) -> Iterator[str]:
+    server, uri = start_mlflow_server(tmp_path)
     try:
-        deadline = time.monotonic() + 90
-        while True:
-            try:
-                with urllib.request.urlopen(f"{uri}/health", timeout=2) as response:
-                    if response.status == 200:
-                        break
-            except OSError:
-                if time.monotonic() > deadline or server.poll() is not None:
-                    raise
-                time.sleep(0.3)
         yield uri
     finally:
         kill_tree(server.pid)

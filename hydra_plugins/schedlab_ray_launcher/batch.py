@@ -191,7 +191,7 @@ class Batch:
             except Exception as error:
                 why, cause = one_line(error), error
         if why is not None:
-            self.stats.stopped = f"run #{run.index} ({run.label}) ended but could not be recorded: {why}"
+            self.stats.stopped = f"run #{run.index} ({run.name}) ended but could not be recorded: {why}"
             raise SweepAbortedError(f"sweep stopped: {self.stats.stopped}; runs recorded before it are kept, rerun "
                                     f"the same command to resume") from cause
         self.reports[run.index] = report
@@ -398,9 +398,8 @@ def print_summary(stats: SweepStats) -> None:
         line += f", {stats.not_run} not run"
     print(line)
     for run, report in sorted(stats.failures, key=lambda failure: failure[0].index):
-        name = run.record.run_name if run.record is not None else run.label
         where = f"; traceback.txt in MLflow run {report.recorded}" if report.recorded else ""
-        print(f"  FAILED #{run.index} ({name}): {report.error}{where}")
+        print(f"  FAILED #{run.index} ({run.name}): {report.error}{where}")
     if stats.interrupted:
         print("  rerun the same command to resume: finished runs are skipped")
     sys.stdout.flush()
