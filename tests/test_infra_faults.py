@@ -220,17 +220,19 @@ def test_a_tracking_server_killed_mid_sweep_is_one_line(tmp_path: Path) -> None:
 
 
 def test_a_killed_driver_takes_its_local_ray_with_it(tmp_path: Path) -> None:
-    """SIGKILL the driver mid-sweep: the GCS, raylet and agents it started end within seconds (they
-    outlived it by 1–2 minutes before the reaper, ``hydra_plugins/schedlab_ray_launcher/_reaper.py``)."""
+    """SIGKILL the driver mid-sweep: everything it started — GCS, raylet, dashboard, the agents Ray retitles
+    ``ray::DashboardAgent`` / ``ray::RuntimeEnvAgent``, workers — ends within seconds (they outlived it by 1–2
+    minutes before the reaper, ``hydra_plugins/schedlab_ray_launcher/_reaper.py``, and the agents by ~60 s
+    after its first version)."""
     args = [sys.executable, str(RUN), "-m", *SMALL, "workload.jobs=6000", "workload.arrival_rate=0.05",
             "policy=conservative", "seed=range(0,6)", "hydra.launcher.progress=false"]
     driver = subprocess.Popen(args, cwd=tmp_path, env=ENV, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
         deadline, ours = time.monotonic() + 90, {}
         while time.monotonic() < deadline and driver.poll() is None:
-            below = descendants(driver.pid)
-            ours = {pid: cmd for pid, cmd in below.items() if "session_" in cmd}
-            if any("raylet" in c for c in ours.values()) and any(c.startswith("ray::_execute") for c in below.values()):
+            ours = descendants(driver.pid)
+            if any("raylet" in c for c in ours.values()) and any(c.startswith("ray::_execute") for c in ours.values()) \
+                    and any(c.startswith("ray::DashboardAgent") for c in ours.values()):
                 break
             time.sleep(0.2)
         assert any("raylet" in c for c in ours.values()), "the sweep never started running"

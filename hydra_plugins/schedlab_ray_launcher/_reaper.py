@@ -6,8 +6,9 @@ only Ray's state dump. Starting a local instance, the driver also starts a small
 (Ctrl-C in the terminal does not reach it), which watches the driver and the raylet; once the driver exits it
 - says in one line on the driver's stderr that the sweep was ended by its Ray instance dying, when the
   raylet died first and the driver had not shut Ray down itself (:meth:`Reaper.released` leaves a mark);
-- SIGKILLs every process whose command line names the instance's session folder (workers end with
-  their raylet).
+- SIGKILLs every process whose command line names the instance's session folder and every process seen
+  below them while the driver lived (the agents and workers name it nowhere — Ray retitles them
+  ``ray::DashboardAgent`` … — and the raylet dies with the driver, orphaning them).
 """
 
 import os
@@ -24,22 +25,37 @@ REAPER = """
 import os, select, sys, time
 driver, session, mark, grace, died = int(sys.argv[1]), sys.argv[2], sys.argv[3], float(sys.argv[4]), sys.argv[5]
 
-def ours():
+def table():
+    found = {}
     for entry in os.listdir("/proc"):
         if entry.isdigit() and int(entry) != os.getpid():
             try:
+                with open(f"/proc/{entry}/stat") as handle:
+                    fields = handle.read().rpartition(")")[2].split()
                 with open(f"/proc/{entry}/cmdline", "rb") as handle:
                     command = handle.read().replace(b"\\0", b" ").decode(errors="replace")
-            except OSError:
+            except (OSError, IndexError):
                 continue
-            if session in command:
-                yield int(entry), command
+            found[int(entry)] = (int(fields[1]), fields[19], command)
+    return found
+
+def family(found):
+    children = {}
+    for pid, (ppid, _, _) in found.items():
+        children.setdefault(ppid, []).append(pid)
+    todo, members = [pid for pid, (_, _, command) in found.items() if session in command], {}
+    while todo:
+        pid = todo.pop()
+        if pid not in members:
+            members[pid] = found[pid][1]
+            todo.extend(children.get(pid, []))
+    return members
 
 try:
     watch = os.pidfd_open(driver)
 except OSError:  # no pidfd (old kernel): poll the parent
     watch = None
-lost = False
+lost, known = False, {}
 while True:
     if watch is not None:
         if select.select([watch], [], [], 0.5)[0]:
@@ -48,16 +64,22 @@ while True:
         break
     else:
         time.sleep(0.5)
-    lost = lost or not any("raylet" in command.split(" ", 1)[0] for _, command in ours())
+    found = table()
+    known.update(family(found))
+    lost = lost or not any(session in command and "raylet" in command.split(" ", 1)[0]
+                           for _, _, command in found.values())
 if not os.path.exists(mark):  # not shut down by the driver: give a dying driver's own clean-up a moment
     time.sleep(grace)
     if lost:
         print(died, file=sys.stderr, flush=True)
-for pid, _ in ours():
-    try:
-        os.kill(pid, 9)
-    except OSError:
-        pass
+found = table()
+known.update(family(found))
+for pid, started in known.items():
+    if pid in found and found[pid][1] == started:  # the same process, not a reused pid
+        try:
+            os.kill(pid, 9)
+        except OSError:
+            pass
 try:
     os.unlink(mark)
 except OSError:
