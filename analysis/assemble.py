@@ -182,16 +182,31 @@ def dominant_share_figures(a: Analysis, folder: Path, run: str) -> list[Figure]:
 
 
 def example_run(a: Analysis, run_id: str | None = None) -> str:
-    """The run shown in the schedule figures: ``run_id`` (a prefix will do), else the baseline
-    column level's first row level with the lowest seed."""
+    """The run shown in the schedule figures: ``run_id`` (a prefix will do), else a run of the
+    :func:`studied_level` at its first row levels with the lowest seed."""
     if run_id is not None:
         matches = [r for r in a.design.index if str(r).startswith(run_id)]
         if len(matches) != 1:
             raise AnalysisError(f"gantt run {run_id!r} matches {len(matches)} finished runs")
         return str(matches[0])
-    design = a.design[column_labels(a.design, a.cols) == a.levels[0]]
+    design = a.design[column_labels(a.design, a.cols) == studied_level(a)]
     order = [k for k in [*a.rows, a.seed_key] if k in design]
     return str(design.sort_values(order).index[0] if order else design.index[0])
+
+
+def studied_level(a: Analysis) -> str:
+    """The column level being studied, not the baseline: the first other level whose runs use a class of
+    the researcher's (a ``<column>._target_`` outside schedlab's ``sim.``), else the first other level
+    (the only level when there is one)."""
+    others = a.levels[1:] or a.levels
+    labels = column_labels(a.design, a.cols)
+    targets = [a.runs.params[key].reindex(a.design.index) for key in (f"{c}._target_" for c in a.cols)
+               if key in a.runs.params]
+
+    def own(level: str) -> bool:
+        return any(not t[labels == level].dropna().astype(str).str.startswith("sim.").all() for t in targets)
+
+    return next((level for level in others if own(level)), others[0])
 
 
 def resource_columns(jobs: pd.DataFrame) -> list[str]:

@@ -41,19 +41,26 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--sweep", default=None, metavar="ID|latest",
                    help="only runs tagged schedlab.sweep_id=ID ('latest': the newest sweep); default: all runs")
     p.add_argument("--rows", type=_names, default=None,
-                   help="row factor(s), comma-separated config keys; default: every key that varies; '' for none")
-    p.add_argument("--cols", type=_names, default=["policy"], help="column factor(s) (default: policy)")
+                   help="row factor(s), comma-separated config keys; default: every key that varies except options "
+                        "that split a column (see --cols); '' for none")
+    p.add_argument("--cols", type=_names, default=["policy"],
+                   help="column factor(s) (default: policy); an option swept for some policies only "
+                        "(policy.max_overtakes of yours beside easy) splits its policy's column into variants, "
+                        "'capsjf max_overtakes=2', each paired with the baseline; naming it here does the same")
     p.add_argument("--metrics", type=_names, default=list(DEFAULT_METRICS),
                    help=f"comma-separated metrics (default: {','.join(DEFAULT_METRICS)})")
     p.add_argument("--baseline", default=None,
-                   help="column level the others are paired against (default: the first in sorted order)")
+                   help="column level the others are paired against, e.g. easy; a policy with one variant may be "
+                        "named by its label (default: the first in sorted order)")
     p.add_argument("--seed-key", default=SEED_KEY, help="the replication param (default: %(default)s)")
     p.add_argument(POOL_CODE_FLAG, action="store_true",
                    help="pool runs of one cell even when they come from different simulator code (schedlab.code)")
     p.add_argument("--out", type=Path, default=None, help="report folder (default: reports/<experiment>)")
     p.add_argument("--table-only", action="store_true", help="print the tables only; write nothing")
     p.add_argument("--gantt-run", default=None, metavar="RUN_ID",
-                   help="run (id or unique prefix) for the Gantt/utilisation figures (default: baseline, first cell)")
+                   help="run (id or unique prefix) for the Gantt/utilisation figures (default: the policy being "
+                        "compared, not the baseline: the first other column level whose class is your own, not "
+                        "schedlab's sim.*, else the first other level; its first row cell, lowest seed)")
     p.add_argument("--gantt-jobs", type=int, default=40, help="jobs drawn in the Gantt chart (default: %(default)s)")
     p.add_argument("--ecdf-runs", type=int, default=10,
                    help="replications per cell read for the wait ECDF (default: %(default)s)")

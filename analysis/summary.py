@@ -68,33 +68,44 @@ def analyse(
 ) -> Analysis:
     """Resolve factor and metric names, aggregate, and compare with ``baseline`` (default: first level).
 
-    ``rows`` defaults to every config key that varies (see :func:`analysis.runs.varying_keys`).
+    ``rows`` defaults to every config key that varies (see :func:`analysis.runs.varying_keys`), except
+    options of a column factor that not every column level ran at every value of (``policy.max_overtakes``
+    of one policy swept beside a baseline without it): those, and any such option given in ``cols``, name
+    variants of their level instead (``capsjf max_overtakes=2``, :func:`fold_into_columns`), each its own
+    column paired with the baseline. ``baseline`` may name a policy with one variant by its label.
     A cell whose runs come from different simulator code (``schedlab.code`` tags; untagged runs
     count as one "unknown" fingerprint) is refused unless ``pool_code``.
     """
-    col_keys = [runs.resolve_factor(c, seed_key) for c in cols]
+    asked = [runs.resolve_factor(c, seed_key) for c in cols]
+    col_keys = [c for c in asked if not option_of(c, asked)]
     varying = runs.varying(seed_key, col_keys)
-    row_keys = [k for k in varying if not k.endswith("._target_")] if rows is None else \
-        [runs.resolve_factor(r, seed_key) for r in rows]
+    if rows is None:
+        row_keys = [k for k in varying if not k.endswith("._target_")
+                    and not (option_of(k, col_keys) and not crossed(runs.params, k, col_keys))]
+    else:
+        row_keys = [runs.resolve_factor(r, seed_key) for r in rows]
     row_keys = [r for r in dict.fromkeys(row_keys) if r not in col_keys]
     metric_names = [runs.resolve_metric(m) for m in metrics]
     if not metric_names:
         raise AnalysisError("no metrics requested")
     design = runs.design(list(dict.fromkeys([*row_keys, *varying, *col_keys])), metric_names, seed_key)
-    folded = [k for k in varying if k not in row_keys and any(k.startswith(f"{c}.") for c in col_keys)]
+    folded = [k for k in varying if k not in row_keys and option_of(k, col_keys)]
+    unfolded = column_labels(design, col_keys)
     notes = fold_into_columns(design, col_keys, folded)
     varying = [k for k in varying if k not in folded]
     notes += code_notes(runs, design, row_keys, col_keys, pool_code)
     summary = aggregate(design, row_keys, col_keys, metric_names)
-    levels = sorted(column_labels(design, col_keys).unique())
+    levels = level_order(column_labels(design, col_keys), unfolded, design[folded])
     notes += spread_notes(summary, "CI table", "replications")
     pooled = [k for k in varying if k not in row_keys]
     if pooled:
         notes.append(f"cells pool runs over the varying key(s) not used as rows: {', '.join(pooled)}")
-    if baseline is not None and baseline not in levels:
-        raise AnalysisError(f"unknown baseline {baseline!r}; {'-'.join(col_keys)} levels: {', '.join(levels)}")
-    chosen = baseline if baseline is not None else levels[0]
+    chosen = levels[0] if baseline is None else resolve_level(baseline, levels, "-".join(col_keys))
     levels = [chosen, *(level for level in levels if level != chosen)]
+    notes += [f"row {k} is an option of {'-'.join(col_keys)} that not every {'-'.join(col_keys)} ran at every "
+              f"value of: runs pair only within one value; without it in --rows each variant is its own column, "
+              f"paired with {chosen}" for k in row_keys if option_of(k, col_keys) and not crossed(design, k, col_keys)
+              and len(levels) > 1]
     paired = None
     if len(levels) > 1:
         try:
@@ -107,10 +118,65 @@ def analyse(
                     chosen if paired is not None else None, paired, notes)
 
 
+def option_of(key: str, cols: Sequence[str]) -> bool:
+    """Whether ``key`` configures one of the column factors ``cols`` (``policy.max_overtakes`` of ``policy``).
+
+    >>> option_of("policy.max_overtakes", ["policy"]), option_of("policy", ["policy"])
+    (True, False)
+    """
+    return any(key.startswith(f"{c}.") for c in cols if c != key)
+
+
+def crossed(design: pd.DataFrame, key: str, cols: Sequence[str]) -> bool:
+    """Whether every column level ran at every value of ``key`` (a missing value counts as one), so
+    ``key`` can be a row with runs paired within each value.
+
+    >>> d = pd.DataFrame({"policy": ["a", "a", "b", "b"], "policy.order": ["x", "y", "x", "y"],
+    ...                   "policy.cap": [2, 5, None, None]})
+    >>> crossed(d, "policy.order", ["policy"]), crossed(d, "policy.cap", ["policy"])
+    (True, False)
+    """
+    values = design[key].map(level_text)
+    return values.groupby(column_labels(design, cols)).agg(frozenset).nunique() == 1
+
+
+def level_order(labels: pd.Series, unfolded: pd.Series, options: pd.DataFrame) -> list[str]:
+    """Column levels (``labels`` of the runs) in the order of their ``unfolded`` label (text), then of the
+    values of the folded ``options`` (numbers numerically, a run without the option first).
+
+    >>> unfolded = pd.Series(["mine", "mine", "easy"])
+    >>> labels = pd.Series(["mine cap=10", "mine cap=2", "easy"])
+    >>> level_order(labels, unfolded, pd.DataFrame({"policy.cap": [10, 2, None]}))
+    ['easy', 'mine cap=2', 'mine cap=10']
+    """
+    keys = options.assign(**{COLUMN: unfolded.to_numpy()})
+    order = keys.sort_values([COLUMN, *options.columns], na_position="first", kind="stable").index
+    return list(dict.fromkeys(labels.loc[order]))
+
+
+def resolve_level(name: str, levels: Sequence[str], factor: str) -> str:
+    """The column level a user means by ``name``: the level itself, else the one variant of a level
+    with that label (``easy`` for ``easy order=sjf`` when easy ran no other variant).
+
+    >>> resolve_level("easy", ["capsjf max_overtakes=2", "easy order=sjf"], "policy")
+    'easy order=sjf'
+    """
+    if name in levels:
+        return name
+    variants = [level for level in levels if level.startswith(f"{name} ")]
+    if len(variants) == 1:
+        return variants[0]
+    if variants:
+        raise AnalysisError(f"ambiguous baseline {name!r}: {factor} levels {', '.join(variants)}; "
+                            f"name one in full, e.g. --baseline '{variants[0]}'")
+    raise AnalysisError(f"unknown baseline {name!r}; {factor} levels: {', '.join(sorted(levels))}")
+
+
 def fold_into_columns(design: pd.DataFrame, cols: list[str], keys: list[str]) -> list[str]:
     """Make a column level name one configuration: where ``keys`` (options or class of the column factor,
     e.g. ``policy._target_`` under ``policy``, not shown as rows) differ between runs of one level, the
-    level becomes ``label key=value …`` (in place), so two policies never share a cell or a pairing.
+    level becomes ``label key=value …`` (in place; an option a run lacks is left out), so two policies
+    never share a cell or a pairing.
 
     >>> d = pd.DataFrame({"policy": ["mine", "mine", "easy"], "policy._target_": ["a.A", "b.B", "s.Easy"]})
     >>> fold_into_columns(d, ["policy"], ["policy._target_"])
@@ -126,9 +192,9 @@ def fold_into_columns(design: pd.DataFrame, cols: list[str], keys: list[str]) ->
             if not differing:
                 continue
             names = {c: "class" if c.endswith("._target_") else c.removeprefix(f"{col}.") for c in differing}
-            text = group[differing].apply(
-                lambda row, names=names: " ".join(f"{names[c]}={level_text(v)}" for c, v in row.items()), axis=1)
-            design.loc[group.index, col] = f"{level_text(level)} " + text
+            text = group[differing].apply(lambda row, names=names: "".join(
+                f" {names[c]}={level_text(v)}" for c, v in row.items() if not pd.isna(v)), axis=1)
+            design.loc[group.index, col] = level_text(level) + text
             configurations = len(group[differing].drop_duplicates())
             notes.append(f"{col} level {level_text(level)!r} holds {configurations} different configurations "
                          f"({', '.join(differing)}): shown apart")
