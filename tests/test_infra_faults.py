@@ -65,6 +65,19 @@ def test_unreachable_address(tmp_path: Path) -> None:
     assert not (tmp_path / "mlflow.db").exists()  # the store is checked, not created
 
 
+def test_an_address_that_is_not_a_ray_cluster(tmp_path: Path) -> None:
+    """Something listens on the address but it is not a Ray cluster (another service's port): one line within
+    seconds (Ray's own join logged a gcs_client warning per try for 24 s first)."""
+    import socket as sockets
+
+    with sockets.socket() as server:
+        server.bind(("127.0.0.1", 0))
+        server.listen(8)  # accepts connections, never answers
+        port = server.getsockname()[1]
+        fails_fast(tmp_path, f"hydra.launcher.address=127.0.0.1:{port}", bound=15,
+                   message=f"127.0.0.1:{port} (hydra.launcher.address) answers but not as a Ray cluster")
+
+
 def test_more_cpus_per_run_than_the_machine(tmp_path: Path) -> None:
     cpus = usable_cpus().count
     wanted = max(64, cpus + 1)

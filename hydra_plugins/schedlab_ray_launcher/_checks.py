@@ -157,15 +157,27 @@ def resolve_address(address: str) -> str:
 
 
 def probe(address: str, timeout: float = PROBE_SECONDS) -> None:
-    """Refuse an address nothing listens on (``ray.init`` would retry for minutes)."""
+    """Refuse an address nothing listens on, or where what listens does not speak gRPC as a Ray cluster's GCS
+    does (``ray.init`` would retry for minutes, logging a warning for each try)."""
+    import grpc
+
     host, port = _host_port(address) or ("", 0)
     try:
         with socket.create_connection((host, port), timeout=timeout):
-            return
+            pass
     except OSError as error:
         reason = "timed out" if isinstance(error, TimeoutError) else (error.strerror or str(error))
         raise SweepAbortedError(f"cannot reach a Ray cluster at {address} (hydra.launcher.address): {reason}; "
                                 f"{HEAD_HINT}; nothing was run") from None
+    channel = grpc.insecure_channel(f"{host}:{port}")
+    try:
+        grpc.channel_ready_future(channel).result(timeout=timeout)
+    except grpc.FutureTimeoutError:
+        raise SweepAbortedError(f"{address} (hydra.launcher.address) answers but not as a Ray cluster (no gRPC "
+                                f"there in {timeout:g} s: another service's port?); {HEAD_HINT}; nothing was "
+                                f"run") from None
+    finally:
+        channel.close()
 
 
 def check_feasible(per_run: float, nodes: Sequence[Mapping[str, Any]], address: str) -> None:
