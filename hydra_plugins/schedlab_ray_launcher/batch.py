@@ -106,13 +106,10 @@ class RunTimeoutError(Exception):
 
 
 @contextlib.contextmanager
-def wall_clock_limit(seconds: float | None) -> Iterator[None]:
+def wall_clock_limit(seconds: float) -> Iterator[None]:
     """Raise :class:`RunTimeoutError` in this thread (the main one: a Ray task's or the driver's) once ``seconds``
-    of wall clock have passed (``None``: no limit). Python code is stopped between two bytecodes, ``time.sleep``
-    at once; a call into C that never returns is not (Ray's ``max_retries`` does not repeat such a failure)."""
-    if seconds is None:
-        yield
-        return
+    of wall clock have passed. Python code is stopped between two bytecodes, ``time.sleep`` at once; a call
+    into C that never returns is not."""
 
     def expired(signum: int, frame: Any) -> None:
         raise RunTimeoutError(f"the run took longer than hydra.launcher.run_timeout={seconds:g} s (wall clock); "
@@ -147,7 +144,7 @@ def execute(job: Job, base: Callable[[], bytes], master: DictConfig, sweep_dir: 
         return RunReport("SKIPPED", instead)
     start, tic = time.time(), time.perf_counter()
     try:
-        with wall_clock_limit(limit):
+        with wall_clock_limit(limit) if limit is not None else contextlib.nullcontext():
             ret = run_job(hydra_context=HydraContext(config_loader=None, callbacks=callbacks),
                           task_function=task_function, config=config, job_dir_key="hydra.sweep.dir",
                           job_subdir_key="hydra.sweep.subdir")
