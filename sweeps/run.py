@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import signal
 import sys
+import threading
 from typing import Any
 
 import hydra
@@ -32,13 +33,15 @@ def main(cfg: DictConfig) -> RunOutcome:
 
 
 class OneLineErrors:
-    """``sys.stderr`` without Hydra's :data:`FULL_ERROR_HINT` after an error printed without a traceback."""
+    """``sys.stderr`` without Hydra's :data:`FULL_ERROR_HINT` after an error printed without a traceback (by
+    this thread: Ray forwards its workers' logs from another)."""
 
     def __init__(self, stream: Any) -> None:
         self.stream, self.traceback = stream, False
 
     def write(self, text: str) -> int:
-        self.traceback = self.traceback or "Traceback" in text
+        if threading.current_thread() is threading.main_thread():
+            self.traceback = self.traceback or "Traceback" in text
         return 0 if text == FULL_ERROR_HINT and not self.traceback else self.stream.write(text)
 
     def __getattr__(self, name: str) -> Any:

@@ -202,8 +202,9 @@ class MlflowStore:
         from mlflow.tracking import MlflowClient
 
         self.uri, self.artifact_root = uri, artifact_root
-        if StoreURI(uri).remote:  # a retry is no news; a request that fails for good is one line of ours
-            logging.getLogger("urllib3.connectionpool").setLevel(logging.ERROR)
+        # a retry is no news, and a store call that fails for good is one line of ours, not MLflow's traceback
+        logging.getLogger("urllib3.connectionpool").setLevel(logging.ERROR)
+        logging.getLogger("mlflow.store.db.utils").setLevel(logging.CRITICAL)
         with store_lock(uri):  # two processes creating one SQLite store's schema at once break it
             self.client = MlflowClient(tracking_uri=uri)
             self.client.search_experiments(max_results=1)  # MLflow creates (or migrates) the schema here

@@ -232,6 +232,26 @@ def test_a_tracking_server_killed_mid_sweep_is_one_line(tmp_path: Path) -> None:
     assert len((out + err).splitlines()) < 40, out + err
 
 
+def test_a_full_disk_under_the_store_is_one_line(tmp_path: Path) -> None:
+    """The store's disk fills up mid-sweep (a 5 MB tmpfs): the sweep stops with one line naming the cause and
+    how to resume — no MLflow tracebacks forwarded from the workers (~130 lines of them), no Hydra hint."""
+    small = tmp_path / "small"
+    small.mkdir()
+    mounted = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=5m", "tmpfs", str(small)], capture_output=True)
+    if mounted.returncode != 0:
+        pytest.skip(f"mounting a 5 MB tmpfs needs root: {mounted.stderr.decode().strip()}")
+    try:
+        proc = sweep(tmp_path, "workload.jobs=2000", "seed=range(0,40)", "hydra.launcher.progress=false",
+                     f"tracking.uri=sqlite:///{small}/mlflow.db", f"tracking.artifact_root={small}/art",
+                     check=False, timeout=300)
+    finally:
+        subprocess.run(["umount", "-l", str(small)], check=False)
+    out = proc.stdout + proc.stderr
+    assert proc.returncode == 1 and "Traceback" not in out and "HYDRA_FULL_ERROR" not in out, out[-3000:]
+    assert "database or disk is full" in out or "No space left on device" in out, out[-3000:]
+    assert "rerun the same command to resume" in out and len(out.splitlines()) < 20, out
+
+
 def test_a_killed_driver_takes_its_local_ray_with_it(tmp_path: Path) -> None:
     """SIGKILL the driver mid-sweep: everything it started — GCS, raylet, dashboard, the agents Ray retitles
     ``ray::DashboardAgent`` / ``ray::RuntimeEnvAgent``, workers — ends within seconds (they outlived it by 1–2
