@@ -182,7 +182,7 @@ def test_a_result_that_cannot_be_recorded_is_never_counted_done(hydra_sweep_runn
     monkeypatch.setattr(StoreLocation, "of", lambda *args: dataclasses.replace(elsewhere(*args), host="elsewhere"))
     monkeypatch.setattr(Planner, "claim_on_workers", lambda self, local: None)  # as for a cluster: the driver claims
     monkeypatch.setattr(RunRecord, "write", refuse)  # the driver's writes (the workers cannot see the store)
-    stats = stopped_sweep(hydra_sweep_runner, tmp_path, r"sweep stopped: run #\d \(.*policy=\w+.*\) ended but could "
+    stats = stopped_sweep(hydra_sweep_runner, tmp_path, r"sweep stopped: run #\d \(\w+ seed=\d.*\) ended but could "
                                                         r"not be recorded: OSError: .*No space left on device")
     assert (stats["done"], stats["failed"], stats["not_run"]) == (0, 0, 2)
 

@@ -6,9 +6,10 @@ only Ray's state dump. Starting a local instance, the driver also starts a small
 (Ctrl-C in the terminal does not reach it), which watches the driver and the raylet; once the driver exits it
 - says in one line on the driver's stderr that the sweep was ended by its Ray instance dying, when the
   raylet died first and the driver had not shut Ray down itself (:meth:`Reaper.released` leaves a mark);
-- SIGKILLs every process whose command line names the instance's session folder and every process seen
-  below them while the driver lived (the agents and workers name it nowhere — Ray retitles them
-  ``ray::DashboardAgent`` … — and the raylet dies with the driver, orphaning them).
+- SIGKILLs every process whose command line names the instance's session folder, every process seen below
+  them while the driver lived and every process with a file of that folder open (the agents and workers name
+  it nowhere — Ray retitles them ``ray::DashboardAgent`` … — and the raylet dies with the driver, orphaning
+  them, possibly before the reaper's last look).
 """
 
 import os
@@ -51,6 +52,12 @@ def family(found):
             todo.extend(children.get(pid, []))
     return members
 
+def holds_session(pid):
+    try:
+        return any(session in os.readlink(f"/proc/{pid}/fd/{fd}") for fd in os.listdir(f"/proc/{pid}/fd"))
+    except OSError:
+        return False
+
 try:
     watch = os.pidfd_open(driver)
 except OSError:  # no pidfd (old kernel): poll the parent
@@ -74,6 +81,7 @@ if not os.path.exists(mark):  # not shut down by the driver: give a dying driver
         print(died, file=sys.stderr, flush=True)
 found = table()
 known.update(family(found))
+known.update({pid: started for pid, (_, started, _) in found.items() if pid not in known and holds_session(pid)})
 for pid, started in known.items():
     if pid in found and found[pid][1] == started:  # the same process, not a reused pid
         try:
