@@ -315,6 +315,7 @@ def test_sweep_logs_through_mlflow_server(mlflow_server: str, tmp_path: Path) ->
 # -- the same faults at N = 2,000 tiny runs (issue 14; about 100 s on two cores) ----------------------
 
 
+@pytest.mark.slow  # a large check (make test-slow); the same faults at N = 2 are in the default suite
 def test_2000_run_sweep_with_a_failing_run_and_a_killed_driver(tmp_path: Path) -> None:
     """2,000 tiny replays, one of them a bad trace: the driver is SIGKILLed after 300 are done; the rerun
     runs only the rest, the bad one fails alone (the others complete), and every run key is recorded
