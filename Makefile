@@ -20,7 +20,7 @@ $(STAMP): pyproject.toml
 install: $(STAMP) ## create .venv and install schedlab with its dev tools (only what is missing)
 
 test: $(STAMP) ## run the whole test suite (fast; slow checks are behind -m slow, SLURM behind make test-slurm)
-	$(PY) -m pytest -q -m "not slow and not slurm" -n auto
+	$(PY) -m pytest -q -m "not slow and not slurm" -n auto --dist worksteal
 
 test-slow: $(STAMP) ## run only the slow checks
 	$(PY) -m pytest -q -m slow
