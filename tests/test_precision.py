@@ -310,7 +310,7 @@ def test_killed_driver_resumes_without_duplicates_to_the_clean_table(tmp_path: P
     assert not (killed / "multirun" / "precision.json").exists()  # the sweep never got to its end
 
     resumed = run_sweep(killed, *cap)
-    skipped = re.findall(r"^sweep finished in .* (\d+) skipped$", resumed.stdout, flags=re.MULTILINE)
+    skipped = re.findall(r"^sweep finished in .* (\d+) skipped(?: \(.*\))?$", resumed.stdout, flags=re.MULTILINE)
     assert sum(map(int, skipped)) == before  # each round launched only the runs not recorded before
     found = [r for r in runs(sqlite_uri(killed), "precision-two-loads") if r.info.status == "FINISHED"]
     cells = Counter((r.data.params["workload.arrival_rate"], r.data.params["seed"]) for r in found)
