@@ -184,17 +184,20 @@ def test_a_busy_tracking_server_is_asked_again_not_refused(monkeypatch: pytest.M
         server.shutdown()
 
 
-def test_sigterm_ends_a_sweep_as_ctrl_c_does(tmp_path: Path) -> None:
-    """SIGTERM to the driver (what SLURM and ``timeout`` send): the runs that finished are recorded, none is left
-    RUNNING, the sweep says how to resume in one line (no traceback), and the rerun runs only the others."""
+@pytest.mark.parametrize("group", [False, True], ids=["driver", "process-group"])
+def test_sigterm_ends_a_sweep_as_ctrl_c_does(tmp_path: Path, group: bool) -> None:
+    """SIGTERM to the driver, or to its whole process group with its Ray processes (what SLURM and ``timeout``
+    send): the runs that finished are recorded, none is left RUNNING, the sweep says how to resume in one line
+    (no traceback), and the rerun runs only the others."""
     from tests.test_claims import count_finished
 
     args = [sys.executable, str(RUN), "-m", *SMALL, *RESUME, "seed=range(0,16)", "hydra.launcher.progress=false"]
-    proc = subprocess.Popen(args, cwd=tmp_path, env=ENV, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(args, cwd=tmp_path, env=ENV, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            start_new_session=True)
     deadline = time.monotonic() + 180
     while count_finished(tmp_path / "mlflow.db") < 2 and time.monotonic() < deadline and proc.poll() is None:
         time.sleep(0.2)
-    proc.send_signal(signal.SIGTERM)
+    (os.killpg if group else os.kill)(proc.pid, signal.SIGTERM)
     out, err = proc.communicate(timeout=120)
     assert proc.returncode == 130, out + err[-2000:]
     assert "sweep interrupted" in out and "rerun the same command to resume" in out
