@@ -284,9 +284,11 @@ def test_a_killed_driver_takes_its_local_ray_with_it(tmp_path: Path) -> None:
                 os.kill(pid, signal.SIGKILL)
 
 
-def test_a_raylet_killed_mid_sweep_is_one_schedlab_line(tmp_path: Path) -> None:
-    """Ray ends the driver from C++ when its raylet dies (no Python ``finally`` runs); the reaper says
-    why in one line, and the runs recorded before are kept for the resume."""
+@pytest.mark.parametrize("victim", ["raylet", "ray::DashboardAgent"])
+def test_a_raylet_killed_mid_sweep_is_one_schedlab_line(tmp_path: Path, victim: str) -> None:
+    """Ray ends the driver from C++ when its raylet dies (no Python ``finally`` runs) — killed itself, or with a
+    killed agent it fate-shares with (the driver then ended with Ray's grpc/OOM guesses and no line of ours);
+    the reaper says why in one line, and the runs recorded before are kept for the resume."""
     args = [sys.executable, str(RUN), "-m", *SMALL, "workload.jobs=6000", "workload.arrival_rate=0.05",
             "policy=conservative", "seed=range(0,6)", "hydra.launcher.progress=false"]
     driver = subprocess.Popen(args, cwd=tmp_path, env=ENV, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
@@ -297,9 +299,9 @@ def test_a_raylet_killed_mid_sweep_is_one_schedlab_line(tmp_path: Path) -> None:
             if any(c.startswith("ray::_execute") for c in below.values()):
                 break
             time.sleep(0.2)
-        raylets = [pid for pid, cmd in below.items() if cmd.split(" ", 1)[0].endswith("raylet")]
-        assert raylets, "the sweep never started running"
-        os.kill(raylets[0], signal.SIGKILL)
+        targets = [pid for pid, cmd in below.items() if cmd.split(" ", 1)[0].endswith(victim)]
+        assert targets, "the sweep never started running"
+        os.kill(targets[0], signal.SIGKILL)
         out, _ = driver.communicate(timeout=120)
     finally:
         kill_tree(driver.pid)

@@ -3,9 +3,12 @@
 Ray's processes for ``ray.init()`` (GCS, raylet, agents) outlive a SIGKILLed driver by minutes; and when
 the raylet dies (killed, out of memory) Ray ends the driver from C++ — no ``finally`` runs, the user sees
 only Ray's state dump. Starting a local instance, the driver also starts a small reaper in its own session
-(Ctrl-C in the terminal does not reach it), which watches the driver and the raylet; once the driver exits it
+(Ctrl-C in the terminal does not reach it), which watches the driver and the raylet (a pidfd each: which ended
+first is known, e.g. a killed DashboardAgent takes the raylet with it, then Ray ends the driver); once the driver
+exits it
 - says in one line on the driver's stderr that the sweep was ended by its Ray instance dying, when the
-  raylet died first and the driver had not shut Ray down itself (:meth:`Reaper.released` leaves a mark);
+  raylet died first (killed, out of memory, or with a killed agent) and the driver had not shut Ray down
+  itself (:meth:`Reaper.released` leaves a mark);
 - SIGKILLs every process whose command line names the instance's session folder, every process seen below
   them while the driver lived and every process with a file of that folder open (the agents and workers name
   it nowhere — Ray retitles them ``ray::DashboardAgent`` … — and the raylet dies with the driver, orphaning
@@ -19,7 +22,8 @@ import tempfile
 from pathlib import Path
 
 GRACE_SECONDS = 2.0
-DIED = ("schedlab: the local Ray instance died under the sweep (its raylet ended: killed, or out of memory); "
+DIED = ("schedlab: the local Ray instance died under the sweep (its raylet ended: killed, out of memory, or with "
+        "a Ray agent that died); "
         "runs recorded before are kept — rerun the same command to resume")
 
 REAPER = """
@@ -62,19 +66,28 @@ try:
     watch = os.pidfd_open(driver)
 except OSError:  # no pidfd (old kernel): poll the parent
     watch = None
-lost, known = False, {}
+lost, known, raylet = False, {}, None
 while True:
+    found = table()
+    known.update(family(found))
+    rays = [pid for pid, (_, _, command) in found.items()
+            if session in command and "raylet" in command.split(" ", 1)[0]]
+    lost = lost or not rays
+    if raylet is None and rays and watch is not None and not lost:
+        try:
+            raylet = os.pidfd_open(rays[0])
+        except OSError:
+            pass
     if watch is not None:
-        if select.select([watch], [], [], 0.5)[0]:
+        ready = select.select([fd for fd in (watch, raylet) if fd is not None], [], [], 0.5)[0]
+        if raylet is not None and raylet in ready and watch not in ready:  # it ended while the driver lived
+            lost, raylet = True, None
+        if watch in ready:
             break
     elif os.getppid() != driver:
         break
     else:
         time.sleep(0.5)
-    found = table()
-    known.update(family(found))
-    lost = lost or not any(session in command and "raylet" in command.split(" ", 1)[0]
-                           for _, _, command in found.values())
 if not os.path.exists(mark):  # not shut down by the driver: give a dying driver's own clean-up a moment
     time.sleep(grace)
     if lost:
