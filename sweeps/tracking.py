@@ -10,6 +10,7 @@ import contextlib
 import hashlib
 import json
 import logging
+import os
 import re
 import sqlite3
 import subprocess
@@ -23,6 +24,11 @@ from typing import Any, TypeVar
 from urllib.parse import quote, unquote, urlparse
 
 import yaml
+
+#: MLflow 3's usage telemetry sets and unsets an environment variable from its own thread while requests read it:
+#: a store call failed with ``'_MLFLOW_TELEMETRY_SESSION_ID'`` (a run FAILED in a two-sweep test); schedlab turns it
+#: off in every process that records (set MLFLOW_DISABLE_TELEMETRY=false to keep it)
+os.environ.setdefault("MLFLOW_DISABLE_TELEMETRY", "true")
 
 TAG = "schedlab."
 MAX_PARAM_CHARS = 6000
