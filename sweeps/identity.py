@@ -227,14 +227,9 @@ def _own_file(module: str) -> tuple[str, Path] | None:
     return module.replace(".", "/") + ("/__init__.py" if path.name == "__init__.py" else ".py"), path
 
 
-def own_places(target: str) -> set[Path]:
+def places(modules: dict[str, Path]) -> set[Path]:
     """Where :func:`own_modules` live: the top-level package folder or the single module file of each."""
-    return {path.parents[key.count("/") - 1] if "/" in key else path for key, path in own_modules(target).items()}
-
-
-def own_sources(target: str) -> dict[str, str]:
-    """:func:`source_digest` of each of :func:`own_modules`."""
-    return {key: source_digest(path) for key, path in own_modules(target).items()}
+    return {path.parents[key.count("/") - 1] if "/" in key else path for key, path in modules.items()}
 
 
 def _module_of(target: str) -> str | None:
@@ -254,17 +249,22 @@ def _module_of(target: str) -> str | None:
 
 class CodeHasher:
     """The code :class:`Fingerprint` of a run from its ``_target_`` s: schedlab's sources plus the researcher's own
-    packages, each read once per hasher (the planner keeps one per sweep, and each fingerprint it made)."""
+    modules (:func:`own_modules`), each target's walked and read once per hasher (the planner keeps one per sweep,
+    and each fingerprint it made)."""
 
     def __init__(self) -> None:
-        self._own: dict[str, dict[str, str]] = {}
+        self.own: dict[str, dict[str, Path]] = {}  # target → its own modules (:func:`own_modules`)
+        self._digests: dict[Path, str] = {}
 
     def code(self, targets: Iterable[str]) -> Fingerprint:
         files = dict(schedlab_sources())
         for target in sorted(set(targets)):
-            if target not in self._own:
-                self._own[target] = own_sources(target)
-            files.update(self._own[target])
+            if target not in self.own:
+                self.own[target] = own_modules(target)
+            for key, path in self.own[target].items():
+                if path not in self._digests:
+                    self._digests[path] = source_digest(path)
+                files[key] = self._digests[path]
         return Fingerprint(files)
 
 

@@ -44,7 +44,7 @@ from omegaconf import DictConfig, OmegaConf
 from sim.core import InputError
 from sweeps import task
 from sweeps._hydra import group_choices, task_config
-from sweeps.identity import REUSE, CodeHasher, Fingerprint, InputHasher, changed_files, own_places
+from sweeps.identity import REUSE, CodeHasher, Fingerprint, InputHasher, changed_files, own_modules, places
 from sweeps.record import (
     CLAIM_TAGS,
     DEAD_AFTER_SECONDS,
@@ -188,7 +188,8 @@ class Planner:
         self.first: dict[str, int] = {}  # run key → the first run of this sweep with it
         self.seeds: dict[str, set[Any]] = {}  # run key of a deterministic run → the seeds asked for
         #: fingerprints by targets and by input files, made once per sweep for each (runs share a few)
-        self.code_of, self.inputs_of = cache(CodeHasher().code), cache(InputHasher().inputs)
+        self.code_hasher = CodeHasher()
+        self.code_of, self.inputs_of = cache(self.code_hasher.code), cache(InputHasher().inputs)
         #: (policy label, policy config, metrics) of every run finished now or before, for the summary table
         self.results: list[tuple[str, dict[str, Any], dict[str, float]]] = []
         self.existing: dict[tuple[str, str], dict[str, list[Any]]] = {}  # (store, experiment) → runs by key
@@ -376,9 +377,10 @@ class Planner:
         """The researcher's own code the planned runs' ``_target_`` s run (their packages and the modules of theirs
         those import), for Ray to ship to a cluster's nodes (``py_modules``: a package folder or a single module
         file each)."""
-        places = {place for target in {t for run in self.runs.values() for t in run.targets.values()}
-                  for place in own_places(target)}
-        return {"py_modules": sorted(str(place) for place in places)} if places else {}
+        own = self.code_hasher.own  # the modules each target's fingerprint was made of, walked once
+        found = {place for target in {t for run in self.runs.values() for t in run.targets.values()}
+                 for place in places(own[target] if target in own else own_modules(target))}
+        return {"py_modules": sorted(str(place) for place in found)} if found else {}
 
     # -- claiming and recording --------------------------------------------------------------------
     def claim_on_workers(self, local: bool) -> None:

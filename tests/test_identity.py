@@ -155,7 +155,7 @@ def test_a_policys_code_includes_the_modules_of_theirs_it_imports(tmp_path: Path
     theirs = set(code.files) - set(schedlab_sources())
     assert theirs == {"fairbf/__init__.py", "fairbf/policy.py", "fairbf/shared.py", "myutil.py",
                       "deeper/__init__.py", "deeper/inner.py", "deeper/more.py"}
-    assert identity.own_places("fairbf.policy.Fair") == {tmp_path / "fairbf", tmp_path / "myutil.py",
+    assert identity.places(identity.own_modules("fairbf.policy.Fair")) == {tmp_path / "fairbf", tmp_path / "myutil.py",
                                                          tmp_path / "deeper"}
     (tmp_path / "myutil.py").write_text("# only a comment added\nfrom sim.core import Job\n\nSLACK = 1.5\n")
     assert CodeHasher().code(["fairbf.policy.Fair"]) == code
