@@ -44,8 +44,18 @@ def job_table(result: SimulationResult) -> dict[str, list[Any]]:
     return columns
 
 
+def bounded_slowdown(r: JobRecord) -> float:
+    """One job's bounded slowdown (the module docstring's ``bsld``).
+
+    >>> from sim.core import rigid_job
+    >>> bounded_slowdown(JobRecord(rigid_job(0, 0.0, 1, 60.0), 120.0, 180.0))
+    3.0
+    """
+    return max(1.0, ((r.start - r.job.submit) + (r.end - r.start)) / max(r.end - r.start, BSLD_TAU))
+
+
 def _bounded_slowdown(records: list[JobRecord]) -> list[float]:
-    return [max(1.0, ((r.start - r.job.submit) + (r.end - r.start)) / max(r.end - r.start, BSLD_TAU)) for r in records]
+    return [bounded_slowdown(r) for r in records]
 
 
 def percentile(ordered: list[float], q: float) -> float:
