@@ -21,7 +21,7 @@ import numpy as np
 
 from sim.core import Cluster, InputError, Workload
 from sim.workflows.files import read_stream, write_stream
-from sim.workflows.generators import GENERATORS
+from sim.workflows.generators import GENERATORS, size_mix
 from sim.workflows.limits import MAX_TASKS, check_system
 from sim.workflows.mapreduce import MapReduceShape, mapreduce_stream
 from sim.workflows.stream import check_stream, workflow_stream
@@ -263,10 +263,13 @@ class _StreamParams:
 
 @dataclass(frozen=True)
 class WorkflowStream(_StreamParams):
-    """Generated ``type`` (cybershake | ligo | genome) workflows of ``n`` tasks in an open stream."""
+    """Generated ``type`` (cybershake | ligo | genome) workflows of ``n`` tasks in an open stream; or,
+    with ``size``, of that mean task count (a continuous scale, :func:`sim.workflows.stream.sized_draw`),
+    which replaces ``n`` (then left at its default 50)."""
 
     type: str = "ligo"
     n: int = 50
+    size: float | None = None
 
     def __post_init__(self) -> None:
         super().__post_init__()
@@ -275,9 +278,14 @@ class WorkflowStream(_StreamParams):
         if not isinstance(self.n, int) or isinstance(self.n, bool) or self.n > MAX_TASKS:
             raise InputError(f"workload.n must be an integer task count ≤ {MAX_TASKS:,}, got {self.n!r}")
         GENERATORS[self.type](np.random.default_rng(0), self.n)  # n too small → InputError
+        if self.size is not None:
+            if self.n != 50:
+                raise InputError(f"workload.size replaces workload.n: set one (n = {self.n}, size = {self.size})")
+            size_mix(self.type, self.size)  # a bad size → InputError
 
     def build(self, rng: np.random.Generator, cluster: Cluster | None) -> Workload:
-        return workflow_stream(rng, self.type, n=self.n, **self._stream_args(cluster, f"workload {self.type}"))
+        return workflow_stream(rng, self.type, n=self.n, size=self.size,
+                               **self._stream_args(cluster, f"workload {self.type}"))
 
 
 @dataclass(frozen=True)

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from sim.core import InputError
+from sim.workflows.limits import MAX_TASKS
 
 
 @dataclass(frozen=True)
@@ -188,3 +189,52 @@ def genome(rng: np.random.Generator, n: int = 50) -> Dag:
 #: generator per ``workload.type``
 GENERATORS: dict[str, Callable[[np.random.Generator, int], Dag]] = {
     "cybershake": cybershake, "ligo": ligo, "genome": genome}
+
+
+def task_count(kind: str, n: int) -> int | None:
+    """Tasks in a ``kind`` workflow made with size parameter ``n``; ``None`` when the generator refuses n.
+
+    >>> task_count("genome", 50), task_count("ligo", 51)
+    (47, None)
+    """
+    if kind == "ligo":
+        return n if n >= 6 and n % 2 == 0 else None
+    if kind == "cybershake":
+        return n if n >= 8 and n != 9 else None
+    if n < 8:
+        return None
+    lanes, splits = genome_shape(n)
+    return lanes * (4 * splits + 2) + (lanes > 1) + 2
+
+
+@dataclass(frozen=True)
+class SizeMix:
+    """A continuous task-count scale on a generator's discrete sizes: a workflow is made with size
+    parameter ``hi`` with probability ``p_hi``, else ``lo``, so that the mean task count is the
+    requested size (``lo``/``hi``: the size parameters whose task counts bracket it)."""
+
+    lo: int
+    hi: int
+    p_hi: float
+
+
+def size_mix(kind: str, size: float) -> SizeMix:
+    """The :class:`SizeMix` of mean task count ``size`` for ``kind`` workflows (neighbours by task
+    count; the smallest n for each count).
+
+    >>> size_mix("ligo", 51.5), size_mix("genome", 59.0)  # genome: 2 lanes × 6 or × 7 splits (55, 63 tasks)
+    (SizeMix(lo=50, hi=52, p_hi=0.75), SizeMix(lo=55, hi=63, p_hi=0.5))
+    """
+    if not isinstance(size, int | float) or isinstance(size, bool) or not 0 < size <= MAX_TASKS:
+        raise InputError(f"workload.size must be a mean task count in (0, {MAX_TASKS:,}], got {size!r}")
+    counts: dict[int, int] = {}
+    for n in range(6, 2 * math.ceil(size) + 50):  # a genome shape holds at least ~0.8 n tasks
+        c = task_count(kind, n)
+        if c is not None:
+            counts.setdefault(c, n)
+    below = [c for c in counts if c <= size]
+    if not below:
+        raise InputError(f"workload.size = {size} is below the smallest {kind} workflow ({min(counts)} tasks)")
+    lo = max(below)
+    hi = min(c for c in counts if c > size)
+    return SizeMix(counts[lo], counts[hi], (size - lo) / (hi - lo))

@@ -23,7 +23,7 @@ import numpy as np
 from sim.core import InputError, Job, Workflow, Workload
 from sim.workflows.budget import alone_schedule, schedule_length
 from sim.workflows.dag import critical_path, topological_order
-from sim.workflows.generators import GENERATORS, Dag
+from sim.workflows.generators import GENERATORS, Dag, size_mix
 from sim.workflows.limits import MAX_SECONDS, MAX_TASKS, check_size, check_time
 from sim.workloads.errors import check_rate, time_error
 
@@ -120,17 +120,38 @@ def open_stream(rng: np.random.Generator, draw_dag: Callable[[np.random.Generato
     return Workload(source=source, kind="workflow", workflows=stream, warmup=warmup)
 
 
-def workflow_stream(rng: np.random.Generator, type: str, *, n: int = 50, **stream: object) -> Workload:
-    """An open stream of ``type`` (cybershake | ligo | genome) workflows of ``n`` tasks; ``stream``
-    are :func:`open_stream`'s keywords."""
+def workflow_stream(rng: np.random.Generator, type: str, *, n: int = 50, size: float | None = None,
+                    **stream: object) -> Workload:
+    """An open stream of ``type`` (cybershake | ligo | genome) workflows of ``n`` tasks, or with
+    ``size`` of that mean task count (:func:`sized_draw`); ``stream`` are :func:`open_stream`'s keywords."""
     if type not in GENERATORS:
         raise InputError(f"workload.type must be one of {', '.join(GENERATORS)}, got {type!r}")
+    if size is not None:
+        return open_stream(rng, sized_draw(type, size), source=f"{type}(size={size})", kind=type,
+                           **stream)  # type: ignore[arg-type]
     if not isinstance(n, int) or isinstance(n, bool) or n > MAX_TASKS:
         raise InputError(f"workload.n must be an integer task count ≤ {MAX_TASKS:,} (sim.workflows.limits), got {n!r}")
     generate = GENERATORS[type]
     generate(np.random.default_rng(0), n)  # raises for an n too small, before any work
     return open_stream(rng, lambda r: generate(r, n), source=f"{type}(n={n})", kind=type,
                        **stream)  # type: ignore[arg-type]
+
+
+def sized_draw(type: str, size: float) -> Callable[[np.random.Generator], Dag]:
+    """A DAG draw of mean task count ``size`` (a continuous workload scale, :func:`size_mix`).
+
+    Workflow j draws from the j-th child of the DAG generator (``spawn`` counts children, whatever
+    was drawn): a uniform u_j, then its DAG of size ``hi`` if u_j < p_hi, else ``lo``. So workflows
+    never share a random stream, and raising ``size`` moves single workflows to the larger size while
+    every other DAG stays as it was (common random numbers along the scale)."""
+    mix = size_mix(type, size)
+    generate = GENERATORS[type]
+
+    def draw(r_dag: np.random.Generator) -> Dag:
+        own = r_dag.spawn(1)[0]
+        return generate(own, mix.hi if own.random() < mix.p_hi else mix.lo)
+
+    return draw
 
 
 def _number(value: object) -> bool:
