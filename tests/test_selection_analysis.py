@@ -1,0 +1,139 @@
+"""analysis/selection.py follows the declared protocol of docs/paper/selection.md: what is held out,
+how the scale is fitted, the loss, the paired bootstrap and the decision rule, and that writing the
+Results never touches the protocol."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from analysis import AnalysisError
+from analysis.selection import (
+    STUDIES,
+    HeldOut,
+    P,
+    T,
+    commands,
+    decision,
+    fit,
+    held_out_cells,
+    held_out_loss,
+    invented,
+    published,
+    write,
+)
+from tests.conftest import REPO
+
+LIGO = STUDIES[0]
+CONF, PUBLISHED = REPO / "conf" / "experiment", REPO / "docs" / "paper" / "published"
+
+
+@pytest.mark.parametrize("study", STUDIES, ids=lambda s: s.name)
+def test_every_other_published_point_is_held_out_once(study: object) -> None:
+    paper = published(study, CONF, PUBLISHED)  # type: ignore[arg-type]
+    cells, _ = held_out_cells(study, runs([]), paper, "subdeadline/align/forced", 50.0, [0])  # type: ignore[arg-type]
+    # 8 points (λ low and default, s_max ×2, em_max ×2, m ×2) × PD, ED × P, T; the fit point is spent on the fit
+    assert len(cells) == 32 and cells.groupby(["point", "lax", "metric"]).size().max() == 1
+    assert cells["point"].nunique() == 8 and study.point(**study.fit) not in set(cells["point"])  # type: ignore[attr-defined]
+    default = cells[cells["point"] == study.point()]  # type: ignore[attr-defined]
+    assert len(default) == 4  # the default point of the four tables, once
+
+
+def test_the_held_out_values_are_the_papers() -> None:
+    paper = published(LIGO, CONF, PUBLISHED)
+    at = paper.set_index(["point", "lax", "metric"])["paper"]
+    assert at[(LIGO.point(**{"cluster.m": 40}), "ed", T)] == 3218.0
+    assert at[(LIGO.point(**LIGO.fit), "pd", P)] == pytest.approx(0.0103)
+
+
+def runs(rows: list[tuple[str, float, tuple[str, ...], str, int, float, float]]) -> pd.DataFrame:
+    return pd.DataFrame(rows, columns=["reading", "size", "point", "lax", "seed", P, T]).assign(code="c")
+
+
+def test_the_fitted_size_has_the_lowest_joint_loss_ties_to_the_smaller() -> None:
+    paper = published(LIGO, CONF, PUBLISHED)  # fit point: P 1.03 %, T 2005 s
+    at = LIGO.point(**LIGO.fit)
+    frame = runs([("a", 50, at, "pd", 0, 0.0103, 1800.0), ("a", 52, at, "pd", 0, 0.0103, 2005.0),
+                  ("a", 54, at, "pd", 0, 0.05, 2005.0),  # P five times the paper's: J = ½ (3.85/0.5)
+                  ("b", 51, at, "pd", 0, 0.0103, 2005.0), ("b", 53, at, "pd", 0, 0.0103, 2005.0),
+                  ("b", 50, LIGO.point(), "pd", 0, 0.0103, 2005.0)])  # not the fit point: ignored
+    table = fit(LIGO, frame, paper).set_index(["reading", "size"])
+    assert table.loc[("a", 52), "J"] == pytest.approx(0.0) and table.loc[("a", 54), "J"] == pytest.approx(3.854, 1e-3)
+    assert table.loc[("a", 50), "J"] == pytest.approx(0.5 * (205 / 2005) / 0.05)
+    assert table.index[table["best"]].tolist() == [("a", 52), ("b", 51)]
+
+
+def test_deadline_readings_reuse_pd_runs_for_ed_cells() -> None:
+    paper = published(LIGO, CONF, PUBLISHED)
+    frame = runs([("deadline/align/forced", 50, LIGO.point(), "pd", 0, 0.001, 1400.0)])
+    cells, grid = held_out_cells(LIGO, frame, paper, "deadline/align/forced", 50, [0])
+    default = (cells["point"] == LIGO.point()).to_numpy()
+    assert np.isfinite(grid[default]).all() and set(cells.loc[default, "lax"]) == {"pd", "ed"}
+    cells, grid = held_out_cells(LIGO, frame.assign(reading="subdeadline/align/forced"), paper,
+                                 "subdeadline/align/forced", 50, [0])
+    assert np.isfinite(grid).sum() == 2  # PD's P and T only: ED was not run
+
+
+def perfect(study: object, noise: float, bias: float = 0.0) -> HeldOut:
+    """A held-out result of 4 seeds scattering around the paper's values × (1 + ``bias``) by a relative
+    ±``noise`` (× 1, 2 or 3, by cell)."""
+    paper = published(study, CONF, PUBLISHED)  # type: ignore[arg-type]
+    cells, _ = held_out_cells(study, runs([]), paper, "r", 50.0, [0])  # type: ignore[arg-type]
+    swing = noise * np.array([1.0, -1.0, 1.0, -1.0])[None, :] * (1 + np.arange(len(cells)) % 3)[:, None]
+    return HeldOut(50.0, cells, cells["paper"].to_numpy()[:, None] * (1 + bias + swing))
+
+
+def test_within_noise_the_reading_with_fewer_invented_rules_wins() -> None:
+    good = {s.name: perfect(s, 0.02) for s in STUDIES}
+    close = {s.name: perfect(s, 0.02, bias=0.002) for s in STUDIES}  # off by far less than the seeds' scatter
+    assert invented("subdeadline/align/forced") == 2 and invented("subdeadline/none/planned") == 0
+    lines = "\n".join(decision({"subdeadline/align/forced": good, "subdeadline/none/forced": close}, [0, 1, 2, 3]))
+    assert "Lowest combined J: subdeadline/align/forced" in lines
+    assert "Fewest invented rules among those: subdeadline/none/forced." in lines
+
+
+def test_outside_noise_the_lower_error_wins_whatever_its_rules() -> None:
+    bad = {s.name: HeldOut(50.0, h.cells, h.grid * 1.5) for s in STUDIES for h in [perfect(s, 0.001)]}
+    good = {s.name: perfect(s, 0.001) for s in STUDIES}
+    lines = "\n".join(decision({"subdeadline/align/forced": good, "subdeadline/none/forced": bad}, [0, 1, 2, 3]))
+    assert "Fewest invented rules among those: subdeadline/align/forced." in lines
+    assert "| subdeadline/none/forced | 0 |" in lines and lines.count("| no |") == 1
+
+
+def test_no_decision_until_every_held_out_run_is_in() -> None:
+    partial = {s.name: perfect(s, 0.0) for s in STUDIES}
+    partial["genome"].grid[0, 0] = np.nan
+    assert "Not yet" in "\n".join(decision({"subdeadline/align/forced": partial}, [0, 1, 2, 3]))
+
+
+def test_held_out_loss_is_the_median_rule() -> None:
+    cells = pd.DataFrame({"metric": [P, P, P, T, T, T], "paper": [0.01, 0.01, 0.01, 100.0, 100.0, 100.0]})
+    ours = np.array([0.01, 0.015, 1.0, 100.0, 110.0, 500.0])  # medians: e_P 0.5, e_T 0.1
+    assert float(held_out_loss(cells, ours)) == pytest.approx(0.5 * (1 + 2))
+
+
+def test_writing_results_keeps_the_protocol_byte_for_byte(tmp_path: Path) -> None:
+    protocol = (REPO / "docs" / "paper" / "selection.md").read_text()
+    head = protocol[:protocol.index("## Results\n") + len("## Results\n")]
+    path = tmp_path / "selection.md"
+    path.write_text(protocol + "old results\n")
+    write(path, "new results\n")
+    write(path, "newer results\n")
+    assert path.read_text() == head + "\nnewer results\n"
+    path.write_text("no heading\n")
+    with pytest.raises(AnalysisError, match="no '## Results' heading"):
+        write(path, "x")
+
+
+def test_the_printed_commands_name_real_experiments_and_the_readings_runs() -> None:
+    lines = commands(LIGO, "deadline/align/planned", 52.25, "51.25,51.5", "sqlite:////s/mlflow.db")
+    assert len(lines) == 5 and "experiment=selection_fit_ligo" in lines[0] and "workload.size=51.25,51.5" in lines[0]
+    for line in lines:
+        name = line.split("experiment=")[1].split()[0]
+        assert (CONF / f"{name}.yaml").exists(), name
+        assert "policy.remap_trigger=deadline policy.multi_parent=align policy.late_rule=planned" in line
+    assert all("workload.size=52.25 policy.laxity_distribution=pd" in line for line in lines[1:])
+    assert "laxity_distribution" not in "".join(commands(LIGO, "subdeadline/none/forced", 50, "49", "u"))
