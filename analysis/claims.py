@@ -11,7 +11,12 @@ A comparison (or trend) allows a set of values of a − b — its relation, narr
 - ``a < b``: a − b < 0; with ``at_most`` x ("slightly lower") also ≥ −x·s, with ``at_least`` y
   ("much lower") also ≤ −y·s (``>`` mirrored: "slightly higher" is 0 < a − b ≤ x·s);
 - ``a <= b`` ("lower or similar"): a − b ≤ 0; with ``at_most`` x also ≥ −x·s ("at most slightly lower");
-- ``a ~ b`` (similar, comparable): |a − b| ≤ x·s, x = ``at_most`` or 10 %.
+- ``a ~ b`` (similar, comparable): |a − b| ≤ max(x·s, ``margin``), x = ``at_most`` or 10 %.
+
+With ``log`` the same rules apply to d = log a − log b per pair (the log ratio), with s = 1 and the
+bounds log(1 + x), log(1 + y): "much higher" is a/b ≥ 1.5 in every seed's pairing, whatever b's scale,
+so a ratio that holds seed by seed is not lost in the spread of a − b. A pair with a value ≤ 0 has no
+log ratio and is left out.
 
 Per cell, with the 95 % CI ``[lo, hi]`` of a − b: *not supported* if the CI misses every allowed
 value (e.g. ``<``: lo > 0; "slightly higher": hi < 0 or lo > x·s; "much higher": hi < y·s); else
@@ -31,6 +36,7 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
 import pandas as pd
 
 from analysis.formatting import format_pm
@@ -133,6 +139,9 @@ def _comparison(table: PaperTable, claim: Claim, runs: pd.DataFrame, seed_key: s
     side[_matches(runs, a)] = "a"
     side[_matches(runs, b)] = "b"
     pair = runs[side != ""].assign(_side=side[side != ""])
+    if claim.log:  # the paired log ratio; its bounds are log(1 + x), not fractions of b
+        pair[claim.metric] = np.log(pair[claim.metric].where(pair[claim.metric] > 0))
+        at_most, at_least = (None if x is None else math.log1p(x) for x in (at_most, at_least))
     cells = [k for k in factors if k not in set(a) | set(b)]
     if pair["_side"].nunique() < 2:
         return [_line(table, claim, "(no pairs)", _relation_text(claim), math.nan, math.nan, 0, INCONCLUSIVE)]
@@ -141,12 +150,12 @@ def _comparison(table: PaperTable, claim: Claim, runs: pd.DataFrame, seed_key: s
     lines = []
     for _, cell in diffs[diffs["n"] > 0].iterrows():
         key = tuple(cell[c] for c in cells) if len(cells) > 1 else (cell[cells[0]] if cells else "b")
-        scale = abs(float(base.loc[key, "mean"])) if key in base.index else math.nan
-        verdict = _verdict(relation, cell, scale, at_most, at_least)
+        scale = 1.0 if claim.log else abs(float(base.loc[key, "mean"])) if key in base.index else math.nan
+        verdict = _verdict(relation, cell, scale, at_most, at_least, claim.margin)
         name = "/".join(level_key(cell[c]) for c in cells) or "all runs"
         lines.append(_line(table, claim, name, _relation_text(claim, a, b), cell["mean"],
                            cell["half_width"], int(cell["n"]), verdict))
-    return lines
+    return lines or [_line(table, claim, "(no pairs)", _relation_text(claim), math.nan, math.nan, 0, INCONCLUSIVE)]
 
 
 def _matches(runs: pd.DataFrame, wanted: dict) -> pd.Series:
@@ -156,30 +165,36 @@ def _matches(runs: pd.DataFrame, wanted: dict) -> pd.Series:
     return keep
 
 
-def _verdict(relation: str, cell: pd.Series, scale: float, at_most: float | None, at_least: float | None) -> str:
+def _verdict(relation: str, cell: pd.Series, scale: float, at_most: float | None, at_least: float | None,
+             margin: float | None = None) -> str:
     """One cell's verdict (module docstring) from its paired difference (``mean``, ``sd``, ``n``,
-    ``ci_low``, ``ci_high``), ``scale`` = |mean of b| and the claim's relative bounds."""
+    ``ci_low``, ``ci_high``), ``scale`` = |mean of b|, the claim's relative bounds and its margin."""
     mean, lo, hi, n, sd = cell["mean"], cell["ci_low"], cell["ci_high"], cell["n"], cell["sd"]
     if n >= 2 and mean == 0 and (sd == 0 or math.isnan(sd)):  # identical in every pair
         return SUPPORTED if relation in ("<=", "~") else INCONCLUSIVE
     if bool(no_spread(cell.to_frame().T).iloc[0]):
         return INCONCLUSIVE
-    if (at_most is not None or at_least is not None) and not math.isfinite(scale):
+    if (at_most is not None or at_least is not None) and not math.isfinite(scale) and margin is None:
         return INCONCLUSIVE
-    low, high = _allowed(relation, scale, at_most, at_least)
+    low, high = _allowed(relation, scale, at_most, at_least, margin)
     if hi < low or lo > high:
         return NOT_SUPPORTED
     direction = {"<": hi < 0, ">": lo > 0}.get(relation, True)
     return SUPPORTED if relation == "<=" or (low <= lo and hi <= high and direction) else INCONCLUSIVE
 
 
-def _allowed(relation: str, scale: float, at_most: float | None, at_least: float | None) -> tuple[float, float]:
+def _allowed(relation: str, scale: float, at_most: float | None, at_least: float | None,
+             margin: float | None = None) -> tuple[float, float]:
     """The closed range ``[low, high]`` of a − b the claim allows (``<`` and ``>`` also exclude 0 itself).
 
     >>> _allowed(">", 200.0, 0.25, None), _allowed("<", 2.0, None, 0.5), _allowed("~", 10.0, 0.1, None)
     ((0.0, 50.0), (-inf, -1.0), (-1.0, 1.0))
+    >>> _allowed("~", 0.009, 0.1, None, 0.002), _allowed("~", math.nan, 0.1, None, 0.002)
+    ((-0.002, 0.002), (-0.002, 0.002))
     """
     most = math.inf if at_most is None else at_most * scale
+    if margin is not None:
+        most = margin if math.isnan(most) else max(most, margin)
     least = 0.0 if at_least is None else at_least * scale
     if relation == ">":
         return least, most
@@ -192,9 +207,16 @@ def _relation_text(claim: Claim, a: dict | None = None, b: dict | None = None) -
     a, b, relation = a or claim.a, b or claim.b, claim.test
     at_most, at_least = claim.bounds()
     side = lambda d: ", ".join(f"{k.rsplit('.', 1)[-1]}={level_key(v)}" for k, v in d.items())  # noqa: E731
+    if claim.log:
+        text = f"log(({side(a)}) / ({side(b)})) {relation} 0"
+        if relation == "~":
+            return text + f" (±log {1 + (at_most or 0.0):g})"
+        sizes = [f"{sign} log {1 + x:g}" for sign, x in (("≥", at_least), ("≤", at_most)) if x is not None]
+        return text + (f", by {' and '.join(sizes)}" if sizes else "")
     text = f"({side(a)}) − ({side(b)}) {relation} 0"
     if relation == "~":
-        return text + f" (±{_percent(at_most)} of b)"
+        floor = f", at least ±{claim.margin:g}" if claim.margin is not None else ""
+        return text + f" (±{_percent(at_most)} of b{floor})"
     sizes = [f"{sign} {_percent(x)}" for sign, x in (("≥", at_least), ("≤", at_most)) if x is not None]
     return text + (f", by {' and '.join(sizes)} of b" if sizes else "")
 

@@ -21,7 +21,10 @@ The ``paper:`` block (``paper`` is in ``sweep.non_semantic``: never part of a ru
 
 A comparison or trend may bound the size of a − b relative to b's mean: ``at_most`` ("slightly": 0.25;
 for ``~`` it replaces the default ±10 %) and, with ``<`` or ``>``, ``at_least`` ("much": 0.5); ``quote``
-is the seed's sentence the claim comes from, shown in ``claims.md``.
+is the seed's sentence the claim comes from, shown in ``claims.md``. ``log: true`` tests the paired log
+ratio log(a/b) instead (a ratio claim: "much higher", "x times"; the bounds become log(1 + x)); a ``~``
+claim's ``margin`` (metric units) is the least half-width of "similar" (the paper's printed resolution,
+the measured run-to-run noise), so ±max(x·|b|, margin).
 
 The CSV has the columns ``row,config,metric,mean,halfwidth,source`` in our units (fractions, seconds).
 """
@@ -67,6 +70,10 @@ class Claim:
     at_most: float | None = None
     at_least: float | None = None
     quote: str = ""
+    #: test the paired log ratio log(a/b) instead of a − b ("much higher", "x times": a ratio claim)
+    log: bool = False
+    #: a similarity margin floor in the metric's units (the paper's printed resolution, measured noise)
+    margin: float | None = None
 
     @property
     def test(self) -> str:
@@ -174,7 +181,7 @@ def _claim(raw: Any, where: str, metrics: list[str]) -> Claim:
     for name in ("text", "quote"):
         if not isinstance(raw.get(name, ""), str):
             raise AnalysisError(f"{where}.{name}: expected text, got {raw[name]!r}")
-    for name in ("below", "at_most", "at_least"):
+    for name in ("below", "at_most", "at_least", "margin"):
         value = raw.get(name)
         if value is not None and (isinstance(value, bool) or not isinstance(value, int | float)
                                   or not math.isfinite(value) or (name != "below" and value <= 0)):
@@ -200,6 +207,10 @@ def _claim(raw: Any, where: str, metrics: list[str]) -> Claim:
     if claim.at_least and claim.test not in ("<", ">"):
         raise AnalysisError(f"{where}.at_least: a minimum difference needs relation < or > (or a trend), "
                             f"not {claim.test!r}")
+    if not isinstance(claim.log, bool) or (claim.log and not (claim.trend or claim.a)):
+        raise AnalysisError(f"{where}.log: true or false, and only for a comparison or trend, got {claim.log!r}")
+    if claim.margin is not None and (claim.test != "~" or claim.log):
+        raise AnalysisError(f"{where}.margin: a similarity floor, only for relation ~ without log")
     if claim.at_least and claim.at_most and claim.at_least >= claim.at_most:
         raise AnalysisError(f"{where}: at_least {claim.at_least:g} is not below at_most {claim.at_most:g}")
     return claim
