@@ -274,7 +274,18 @@ class WindowPolicy(BasePolicy):
         self._queue, self._keys = kept, kept_keys
 
 
-class LearnedPolicy(WindowPolicy):
+class NetPolicy(WindowPolicy):
+    """The decision process with a :class:`KernelNet` choosing (its window and backfill)."""
+
+    def __init__(self, net: KernelNet) -> None:
+        super().__init__(net.window, net.backfill)
+        self.net = net
+
+    def choose(self, obs: np.ndarray, mask: np.ndarray, now: float) -> int:
+        return self.net.act(obs, mask)
+
+
+class LearnedPolicy(NetPolicy):
     """A trained :class:`KernelNet` as a policy: ``weights`` is the ``.npz`` file the trainer wrote
     (``sweeps/train.py``; a relative path is read from the current folder, where a sweep was launched);
     the file also fixes ``window`` and ``backfill``. :meth:`input_files` names it, so a sweep can hash it
@@ -294,12 +305,8 @@ class LearnedPolicy(WindowPolicy):
             raise InputError(f"weights file {self.path}: cannot read it ({error.strerror or error}); train one "
                              f"with: python sweeps/train.py") from None
         self.sha256 = hashlib.sha256(data).hexdigest()
-        self.net = KernelNet.load(data, str(self.path))
-        super().__init__(self.net.window, self.net.backfill)
+        super().__init__(KernelNet.load(data, str(self.path)))
 
     def input_files(self) -> dict[str, Path]:
         """The files this policy reads, by the name the user gave: its weights."""
         return {self.weights: self.path}
-
-    def choose(self, obs: np.ndarray, mask: np.ndarray, now: float) -> int:
-        return self.net.act(obs, mask)
