@@ -11,6 +11,7 @@ The ``paper:`` block (``paper`` is in ``sweep.non_semantic``: never part of a ru
       metrics: [late/proportion, turnaround/mean, overhead/mean_s]
       calibrates: {table: ligo_lambda, fit_row: 0.00666…}  # optional: a calibration variant of another
                                           # table (its published values; fit_row: the row fitted on, not held out)
+      layout: long                        # optional: a line per configuration (many factors); default wide
       claims:                             # optional: directions the paper reports (analysis/claims.py)
         - {trend: increasing, metric: late/proportion, text: "P rises with λ", quote: "An increase in …"}
         - {below: 0.05, metric: overhead/mean_s, text: "O below 0.05 s"}
@@ -47,6 +48,7 @@ PUBLISHED_COLUMNS = ["row", "config", "metric", "mean", "halfwidth", "source"]
 RELATIONS = ("<", ">", "<=", "~")
 TRENDS = {"increasing": ">", "decreasing": "<"}
 SIMILAR = 0.1  # "~" without at_most: similar means within ±10 % of b's mean
+LAYOUTS = ("wide", "long")  # paper.layout: the paper's shape, or a line per configuration (many factors)
 
 
 @dataclass(frozen=True)
@@ -108,6 +110,8 @@ class PaperTable:
     calibrates: str = ""
     #: the row of ``calibrates`` the size was fitted on (not a held-out value), if any
     fit_row: Any = None
+    #: ``wide``: the paper's shape (a column per metric and configuration); ``long``: a line per configuration
+    layout: str = "wide"
 
     @property
     def factors(self) -> list[str]:
@@ -158,9 +162,12 @@ def read_table(path: Path, published_dir: Path) -> PaperTable:
         raise AnalysisError(f"{where}calibrates: expected {{table: <id>, fit_row: <level>}} (fit_row optional), "
                             f"got {calibrates!r}")
     of = str(calibrates.get("table", ""))
+    layout = block.get("layout", "wide")
+    if layout not in LAYOUTS:
+        raise AnalysisError(f"{where}layout: expected one of {', '.join(LAYOUTS)}, got {layout!r}")
     published = read_published(published_dir / f"{of or table}.csv", block["metrics"])
     paper = PaperTable(table, str(block["title"]), experiment, block["rows"], list(block["configs"]),
-                       list(block["metrics"]), claims, path, published, of, calibrates.get("fit_row"))
+                       list(block["metrics"]), claims, path, published, of, calibrates.get("fit_row"), layout)
     for i, claim in enumerate(claims):
         unknown = sorted({*claim.a, *claim.b, *claim.where} - set(paper.factors))
         if unknown:  # it would match no run, and the claim would read "inconclusive" for a typo

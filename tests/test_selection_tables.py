@@ -1,0 +1,66 @@
+"""Readable tables (issue 38, item 5): ``paper.layout: long`` writes a line per configuration, each
+config key its own column, a paper column only where the table has published values and no
+``paper —`` filler; the default stays the paper's wide shape (docs/paper rebuilds byte for byte)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from analysis import AnalysisError
+from analysis.paper import main
+from analysis.paper_spec import read_table
+from tests.conftest import REPO
+
+CONF = REPO / "conf" / "experiment"
+PUBLISHED = REPO / "docs" / "paper" / "published"
+COMMITTED = REPO / "docs" / "paper" / "runs.parquet"
+
+
+def long_table(tmp_path: Path, table: str) -> list[str]:
+    """``table`` rebuilt from the committed runs with ``layout: long``: its Markdown lines."""
+    conf = tmp_path / "conf"
+    conf.mkdir()
+    line = f"  table: {table}\n"
+    text = (CONF / f"paper_{table}.yaml").read_text().replace(line, line + "  layout: long\n")
+    (conf / f"paper_{table}.yaml").write_text(text)
+    assert read_table(conf / f"paper_{table}.yaml", PUBLISHED).layout == "long"
+    assert main(["--runs", str(COMMITTED), "--only", f"paper_{table}", "--no-figures", "--out", str(tmp_path / "out"),
+                 "--conf-dir", str(conf), "--published", str(PUBLISHED)]) == 0
+    assert (tmp_path / "out" / f"{table}.tex").read_text().count(r"\\") > 3
+    return (tmp_path / "out" / f"{table}.md").read_text().splitlines()
+
+
+def cells(line: str) -> list[str]:
+    return [c.strip() for c in line.strip().strip("|").split("|")]
+
+
+def test_a_table_of_many_factors_reads_as_lines(tmp_path: Path) -> None:
+    lines = long_table(tmp_path, "rules")
+    header = cells(lines[2])
+    assert header[:5] == ["workload.type", "policy.laxity_distribution", "policy.tsp", "policy.multi_parent",
+                          "policy.late_rule"]
+    assert len(header) <= 12 and not any("paper" in h for h in header)  # the paper has no such table
+    body = [cells(line) for line in lines[4:] if line.startswith("| ")]
+    workloads = {row[0] for row in body}
+    assert len(body) == 16 * len(workloads) and all(len(row) == len(header) for row in body)  # 16 configurations each
+    assert "paper —" not in "\n".join(lines)
+
+
+def test_published_values_get_their_own_column_blank_where_none(tmp_path: Path) -> None:
+    lines = long_table(tmp_path, "ligo_lambda")
+    header = cells(lines[2])
+    assert header == ["workload.arrival_rate", "policy.laxity_distribution", "policy.tsp", "policy.remap_trigger",
+                      "P (%): ours", "P (%): paper", "T (s): ours", "T (s): paper", "O (s): ours", "O (s): paper"]
+    first = dict(zip(header, cells(lines[4]), strict=True))
+    assert first["workload.arrival_rate"] == "1/265" and first["P (%): paper"] == "0.02 ± 0.01"
+    assert first["T (s): ours"].endswith("(n=10)") and "paper —" not in "\n".join(lines)
+
+
+def test_an_unknown_layout_is_one_line(tmp_path: Path) -> None:
+    path = tmp_path / "paper_rules.yaml"
+    text = (CONF / "paper_rules.yaml").read_text()
+    path.write_text(text.replace("  table: rules\n", "  table: rules\n  layout: tall\n"))
+    with pytest.raises(AnalysisError, match=r"paper\.layout: expected one of wide, long, got 'tall'"):
+        read_table(path, PUBLISHED)
