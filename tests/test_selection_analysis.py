@@ -137,3 +137,43 @@ def test_the_printed_commands_name_real_experiments_and_the_readings_runs() -> N
         assert "policy.remap_trigger=deadline policy.multi_parent=align policy.late_rule=planned" in line
     assert all("workload.size=52.25 policy.laxity_distribution=pd" in line for line in lines[1:])
     assert "laxity_distribution" not in "".join(commands(LIGO, "subdeadline/none/forced", 50, "49", "u"))
+
+
+def run_records(**changes: object) -> pd.DataFrame:
+    """Two finished runs of the LIGO study as MLflow lists them (seeds 0 and 1), ``changes`` to the second."""
+    base = {"params.policy.remap_trigger": "subdeadline", "params.policy.multi_parent": "align",
+            "params.policy.late_rule": "forced", "params.workload.size": "50", "params.policy.tsp": "tsp1",
+            "params.policy.laxity": "sl", "params.policy.laxity_distribution": "pd", "params.workload.jobs": "2000",
+            "params.workload.arrival_rate": str(1 / 150), "params.workload.s_max": "50000",
+            "params.workload.em_max": "5.0", "params.cluster.m": "50", "metrics.late/proportion": 0.03,
+            "metrics.turnaround/mean": 1600.0, "tags.schedlab.code": "c1"}
+    return pd.DataFrame([{**base, "params.seed": "0"}, {**base, "params.seed": "1", **changes}],
+                        index=pd.Index(["r0", "r1"], name="run_id"))
+
+
+@pytest.mark.parametrize(("changes", "message"), [
+    ({"params.workload.jobs": "500"}, r"runs differ in workload\.jobs \(2000, 500\), which the study holds fixed"),
+    ({"tags.schedlab.code": "c2"}, r"runs from 2 simulator-code fingerprints \(c1, c2\); --pool-code pools them"),
+])
+def test_runs_that_would_pool_silently_are_refused(monkeypatch: pytest.MonkeyPatch, changes: dict,
+                                                   message: str) -> None:
+    import analysis.selection as selection
+    from analysis.runs import RunSet
+
+    monkeypatch.setattr(selection, "load_runs", lambda experiment, uri: RunSet.from_records(
+        experiment, uri, run_records(**changes)))
+    with pytest.raises(AnalysisError, match=message):
+        selection.runs_frame(LIGO, "sqlite:///x")
+    if "tags.schedlab.code" in changes:
+        assert len(selection.runs_frame(LIGO, "sqlite:///x", pool_code=True)) == 2
+
+
+def test_the_study_runs_become_cells(monkeypatch: pytest.MonkeyPatch) -> None:
+    import analysis.selection as selection
+    from analysis.runs import RunSet
+
+    monkeypatch.setattr(selection, "load_runs", lambda experiment, uri: RunSet.from_records(
+        experiment, uri, run_records()))
+    frame = selection.runs_frame(LIGO, "sqlite:///x")
+    assert frame["reading"].tolist() == ["subdeadline/align/forced"] * 2 and frame["seed"].tolist() == [0, 1]
+    assert set(frame["point"]) == {LIGO.point(**LIGO.fit)} and frame["size"].tolist() == [50.0, 50.0]
