@@ -192,6 +192,8 @@ class SchedulingEnv(gym.Env[np.ndarray, np.int64]):
             self._episode.abort()
 
     def _check(self, action: Any, mask: np.ndarray) -> int:
+        if isinstance(action, np.ndarray) and action.shape == () and action.dtype.kind in "iu":
+            action = action.item()  # a 0-d integer array is a slot number too (Discrete.contains agrees)
         if isinstance(action, bool | np.bool_) or not isinstance(action, int | np.integer):
             raise InvalidActionError(f"action {action!r} is not a slot number (0..{self.window})")
         slot = int(action)

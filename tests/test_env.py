@@ -137,6 +137,10 @@ def test_invalid_actions_raise_one_line_and_change_nothing(cfg: dict[str, Any]) 
         assert "\n" not in str(caught.value) and isinstance(caught.value, InputError)
     _, _, _, _, info = env.step(np.int64(0))  # the episode is where it was
     assert info["time"] == 100.0
+    env.step(np.array(1))
+    assert env.step(0)[2]  # terminated
+    with pytest.raises(InputError, match="no episode in progress: call reset"):
+        env.step(0)
     with pytest.raises(InputError, match="no episode in progress: call reset"):
         SchedulingEnv(Cluster.nodes(4), lambda rng: Workload([])).step(0)
 
