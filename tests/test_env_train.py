@@ -48,7 +48,7 @@ def test_training_end_to_end_on_a_tiny_problem(tmp_path: Path) -> None:
     (run,) = client.search_runs([client.get_experiment_by_name(train.EXPERIMENT).experiment_id])
     assert run.info.status == "FINISHED" and run.data.params["window"] == "8"
     assert run.data.tags["schedlab.weights_sha256"] == hashlib.sha256(out.read_bytes()).hexdigest() == policy.sha256
-    assert [m.step for m in client.get_metric_history(run.info.run_id, "valid/bsld_mean")] == [1, 2]
+    assert [m.step for m in client.get_metric_history(run.info.run_id, "valid/bsld_mean")] == [0, 1, 2]  # 0: untrained
     assert {"valid/bsld_easy", "valid/bsld_fcfs", "train/bsld_mean"} <= set(run.data.metrics)
     assert [a.path for a in client.list_artifacts(run.info.run_id)] == ["w.npz"]
 
