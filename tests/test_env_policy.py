@@ -109,3 +109,19 @@ def test_policy_learned_composes_and_runs_with_its_weights(tmp_path: Path) -> No
     assert "\n" not in str(caught.value)
     with pytest.raises(InputError, match="policy 'learned' schedules hpc workloads, not workflow workloads"):
         task.prepare(compose_config(["policy=learned", f"policy.weights={path}", "cluster=rmdcwf", "workload=ligo"]))
+
+
+def test_a_choice_the_mask_rules_out_stops_the_run() -> None:
+    """A policy of one's own behind ``WindowPolicy`` that picks a masked slot is a SchedulingError, never
+    replaced by a valid choice."""
+    from sim.core import Cluster, rigid_job
+    from sim.engine import SchedulingError, simulate
+    from sim.policies.learned import WindowPolicy
+
+    class Last(WindowPolicy):
+        def choose(self, obs: np.ndarray, mask: np.ndarray, now: float) -> int:
+            return len(mask) - 1  # wait, even on an idle machine
+
+    with pytest.raises(SchedulingError, match=re.escape("Last: action 2 is not valid at t=0.0 (mask [True, False, "
+                                                        "False])")):
+        simulate([rigid_job(0, 0.0, 2, 10.0)], Cluster.nodes(4), Last(2, "none"))

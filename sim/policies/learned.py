@@ -35,6 +35,7 @@ from pathlib import Path
 import numpy as np
 
 from sim.core import InputError, Job, Start
+from sim.engine import SchedulingError
 from sim.policies.backfill import RunningEnds
 from sim.policies.base import BasePolicy, EngineView
 
@@ -225,8 +226,8 @@ class WindowPolicy(BasePolicy):
             if not mask.any():
                 break
             action = self.choose(obs, mask, now)
-            if not 0 <= action < len(mask) or not mask[action]:  # the environment checks before it asks
-                raise ValueError(f"{self.name}: action {action} is not valid now")
+            if not 0 <= action < len(mask) or not mask[action]:  # the environment checks before it answers
+                raise SchedulingError(f"{self.name}: action {action} is not valid at t={now} (mask {mask.tolist()})")
             if action == wait_action(self.window):
                 break
             job = self._queue.pop(action)
