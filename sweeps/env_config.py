@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from hydra import compose, initialize_config_dir
@@ -18,13 +18,14 @@ from hydra.core.global_hydra import GlobalHydra
 from hydra.core.hydra_config import HydraConfig
 
 from sim.core import InputError, Workload
-from sim.env import SchedulingEnv
 from sim.policies.learned import WindowPolicy
 from sweeps._hydra import task_config
 from sweeps.task import prepare
 
-CONF = Path(__file__).resolve().parents[1] / "conf"
+if TYPE_CHECKING:
+    from sim.env import SchedulingEnv
 
+CONF = Path(__file__).resolve().parents[1] / "conf"
 
 
 class EnvDecides(WindowPolicy):
@@ -42,7 +43,9 @@ _ENV_POLICY = {"_target_": f"{__name__}:EnvDecides", "window": 1, "backfill": "n
 def env_from_config(cfg: dict[str, Any], **options: Any) -> SchedulingEnv:
     """The env over ``cfg``'s cluster and workload (and engine options); ``options`` are
     :class:`SchedulingEnv`'s (``window``, ``backfill``, ``reward``, ``reward_at``). Episode seed s draws
-    the jobs of the run with ``seed=s``."""
+    the jobs of the run with ``seed=s``. Needs gymnasium (the ``rl`` extra); composing and training do not."""
+    from sim.env import SchedulingEnv
+
     parts = prepare({**cfg, "policy": _ENV_POLICY})
     if not parts.cluster.fixed:
         raise InputError("SchedulingEnv needs a sized cluster (cluster.nodes=N), not one sized by a trace")

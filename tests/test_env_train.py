@@ -23,6 +23,12 @@ def test_training_seeds_never_include_the_evaluation_seeds() -> None:
     assert not used & set(EVALUATION_SEEDS)
 
 
+def test_training_needs_numpy_and_ray_but_not_gymnasium() -> None:
+    code = "import sys, sweeps.train; print(sorted(m for m in ('gymnasium', 'sim.env') if m in sys.modules))"
+    out = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "[]"
+
+
 def test_es_gradient_of_a_known_ranking() -> None:
     """Antithetic pairs whose + side always wins move θ along ε."""
     eps = np.eye(3)
