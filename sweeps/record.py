@@ -53,7 +53,6 @@ from sweeps.tracking import (
     INPUTS_TAG,
     TAG,
     Claim,
-    LoggedRun,
     MlflowStore,
     StoreURI,
     open_store,
@@ -405,23 +404,26 @@ def one_line(exc: BaseException) -> str:
 
 @dataclass
 class RunRecord:
-    """A run's record before it ran (the driver makes it, :meth:`sweeps.planner.Planner.recorder`). Where the
-    run runs, :meth:`start` claims it unless the driver did, and :meth:`finish` writes the record when the
-    store is :meth:`~StoreLocation.reachable`."""
+    """A run's record before it ran (the driver makes it, :meth:`sweeps.planner.Planner.recorder`), and what
+    the process that runs it is handed (``index`` and ``config``: the composed config, or the recipe that
+    composes it there). Where the run runs, :meth:`start` claims it unless the driver did, and :meth:`finish`
+    writes the record when the store is :meth:`~StoreLocation.reachable` (``store`` None: nothing is recorded)."""
 
-    store: StoreLocation
+    store: StoreLocation | None
     claim: Claim | None  # None: claimed by start(), as the run starts
-    cfg: dict[str, Any]
-    tags: dict[str, str]
-    params: dict[str, Any]
+    cfg: dict[str, Any]  # the plain config the run was planned with
+    tags: dict[str, str] = field(default_factory=dict)
+    params: dict[str, Any] = field(default_factory=dict)
     claimant: dict[str, str] = field(default_factory=dict)  # the claiming sweep's tags (sweeps.record)
     run_name: str = ""
+    index: int = -1
+    config: Any = None  # a DictConfig or a sweeps._hydra.Recipe, set as the run is handed over
 
     def start(self, store: MlflowStore | None = None) -> RunResult | None:
         """Claim the run in ``store`` (the driver's) or, where it runs, in the store seen from there, unless it
         was claimed (:func:`claim_run`, the driver's and the worker's one path): ``None`` to run it (``claim``
         set), else why another sweep has it."""
-        if self.claim is not None:
+        if self.claim is not None or self.store is None:
             return None
         store = store or seen_from_here(self.store)
         if store is None:
@@ -436,7 +438,7 @@ class RunRecord:
         """Write the record of an ended run here when this process sees the store (``report.recorded``, or
         ``report.record_error``); a recorded outcome then travels back without its tables and files."""
         try:
-            store = seen_from_here(self.store)
+            store = seen_from_here(self.store) if self.store is not None else None
             if store is None:
                 return
             report.recorded = self.write(report, store)
@@ -463,10 +465,11 @@ class RunRecord:
             tags.update({f"{TAG}note.{k}": str(v) for k, v in outcome.notes.items()})
             if outcome.nodes_from_workload is not None:
                 params["cluster.nodes"] = outcome.nodes_from_workload  # the size the trace header gave
-        return store.log(LoggedRun(
-            params=params, tags=tags, metrics=metrics, status=report.status, end_time=report.end_time,
-            config_yaml=to_yaml(self.cfg), tables=outcome.tables if outcome is not None else {},
-            files=outcome.files if outcome is not None else {}, traceback=report.traceback), self.claim)
+        files = {"config.yaml": to_yaml(self.cfg).encode(), **(outcome.files if outcome is not None else {})}
+        if report.traceback:
+            files["traceback.txt"] = report.traceback.encode()
+        return store.log(self.claim, report.status, report.end_time, params, tags, metrics, files,
+                         outcome.tables if outcome is not None else {})
 
 
 def read_inputs(planned: dict[str, str], read: dict[str, str]) -> dict[str, str]:

@@ -17,7 +17,7 @@ import subprocess
 import tempfile
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
 from typing import Any, TypeVar
@@ -176,22 +176,6 @@ def git_commit() -> str:
         return "unknown"
 
 
-@dataclass
-class LoggedRun:
-    """What one finished or failed run leaves in the store."""
-
-    params: dict[str, Any]
-    tags: dict[str, str]
-    metrics: dict[str, float]
-    status: str
-    end_time: float
-    config_yaml: str
-    tables: dict[str, dict[str, list[Any]]] = field(default_factory=dict)
-    #: further artifact files, name → content (e.g. the drawn ``workflow_stream.json``)
-    files: dict[str, bytes] = field(default_factory=dict)
-    traceback: str | None = None
-
-
 @dataclass(frozen=True)
 class Claim:
     """A run created RUNNING before it runs (:mod:`sweeps.record`): its record is written into it."""
@@ -303,8 +287,10 @@ class MlflowStore:
         else:
             locked_retry(self.client.set_experiment_tag, self.experiment_id, key, value)
 
-    def log(self, run: LoggedRun, claim: Claim) -> str:
-        """Log the ended run into its claim: params, metrics and tags in one batch, its files, then its end
+    def log(self, claim: Claim, status: str, end_time: float, params: dict[str, Any], tags: dict[str, str],
+            metrics: dict[str, float], files: dict[str, bytes], tables: dict[str, dict[str, list[Any]]]) -> str:
+        """Log an ended run into its claim: params, metrics and tags in one batch, its ``files`` (name → content)
+        and ``tables`` (name → columns, written as Parquet), then its end
         status (FINISHED last, so a crash mid-way leaves the claim RUNNING for the next sweep to take over,
         never a false FINISHED). A claim that is no longer RUNNING was recorded already (a Ray retry of a
         run whose worker died after recording it) or taken over by a later sweep: left as it is. Each
@@ -316,15 +302,15 @@ class MlflowStore:
             return claim.run_id
         now = int(time.time() * 1000)
         locked_retry(self.client.log_batch, claim.run_id,
-                     metrics=[Metric(k, float(v), now, 0) for k, v in run.metrics.items()],
-                     params=[Param(k, param_value(v)) for k, v in run.params.items()],
-                     tags=[RunTag(k, v) for k, v in run.tags.items()])
+                     metrics=[Metric(k, float(v), now, 0) for k, v in metrics.items()],
+                     params=[Param(k, param_value(v)) for k, v in params.items()],
+                     tags=[RunTag(k, v) for k, v in tags.items()])
         with tempfile.TemporaryDirectory(prefix="schedlab-") as tmp:
-            write_artifacts(Path(tmp), run)
+            write_artifacts(Path(tmp), files, tables)
             # the run's artifact repository, resolved as the client does but without its get_run query
             repository = get_artifact_repository(claim.artifact_uri, tracking_uri=self.uri)
             locked_retry(repository.log_artifacts, tmp)
-        locked_retry(self.client.set_terminated, claim.run_id, status=run.status, end_time=int(run.end_time * 1000))
+        locked_retry(self.client.set_terminated, claim.run_id, status=status, end_time=int(end_time * 1000))
         return claim.run_id
 
 
@@ -364,19 +350,16 @@ def locked_retry(call: Callable[..., T], *args: Any, **kwargs: Any) -> T:
     return call(*args, **kwargs)
 
 
-def write_artifacts(folder: Path, run: LoggedRun) -> None:
-    """The run's files, ready to upload in one call: its config, tables (Parquet), files and traceback."""
-    (folder / "config.yaml").write_text(run.config_yaml)
-    for name, content in run.files.items():
+def write_artifacts(folder: Path, files: dict[str, bytes], tables: dict[str, dict[str, list[Any]]]) -> None:
+    """A run's files and tables (as Parquet) in ``folder``, ready to upload in one call."""
+    for name, content in files.items():
         (folder / name).write_bytes(content)
-    if run.tables:
+    if tables:
         import pyarrow as pa
         import pyarrow.parquet as pq
 
-        for name, columns in run.tables.items():
+        for name, columns in tables.items():
             pq.write_table(pa.table(columns), folder / f"{name}.parquet")
-    if run.traceback:
-        (folder / "traceback.txt").write_text(run.traceback)
 
 
 def use_wal(path: Path) -> None:

@@ -33,7 +33,7 @@ from hydra.test_utils.test_utils import TSweepRunner
 from omegaconf import OmegaConf
 
 from hydra_plugins.schedlab_ray_launcher.ray_launcher import RayLauncher, SerialLauncher
-from sweeps.planner import Planner
+from sweeps.planner import Planner, Run
 from sweeps.record import RunRecord, RunResult, StoreLocation
 from sweeps.run import main
 from sweeps.tracking import Claim
@@ -194,8 +194,8 @@ def test_a_record_the_worker_cannot_write_stops_the_sweep(hydra_sweep_runner: TS
     db = tmp_path / "broken.db"
     db.write_bytes(b"not a database " * 100)
 
-    def broken(self: Planner, run: object) -> RunRecord:
-        return RunRecord(StoreLocation.of(f"sqlite:///{db}", "x", None), Claim("r", "file:///nowhere", 0), {}, {}, {})
+    def broken(self: Planner, run: Run) -> RunRecord:
+        return RunRecord(StoreLocation.of(f"sqlite:///{db}", "x", None), Claim("r", "file:///nowhere", 0), run.plain)
 
     version.setbase("1.3")
     monkeypatch.setattr(Planner, "recorder", broken)

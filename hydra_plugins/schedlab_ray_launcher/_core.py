@@ -198,13 +198,13 @@ def _fetch(ref: ray.ObjectRef) -> Any:
 
 
 def _execute(shared: list[ray.ObjectRef], blob: bytes, base: list[ray.ObjectRef], sweep_dir: str) -> RunReport:
-    """Ray task: one :class:`~.batch.Job` (pickled in ``blob``) through :func:`~.batch.execute` in this worker.
-    The task function, callbacks, Hydra's global state and the sweep's config (``shared``) and a recipe's shape
-    composition (``base``) are fetched once per worker."""
+    """Ray task: one run's :class:`sweeps.record.RunRecord` (pickled in ``blob``) through :func:`~.batch.execute`
+    in this worker. The task function, callbacks, Hydra's global state and the sweep's config (``shared``) and a
+    recipe's shape composition (``base``) are fetched once per worker."""
     task_function, callbacks, state, master, limit = _fetch(shared[0])  # a list: Ray does not resolve it
-    job = pickle.loads(blob)
+    record = pickle.loads(blob)
     setup_globals()
     set_singleton_state(state)
     node_ip = ray.util.get_node_ip_address() or ""
-    return execute(job, functools.partial(_fetch, *base), master, sweep_dir, task_function,
+    return execute(record, functools.partial(_fetch, *base), master, sweep_dir, task_function,
                    callbacks, ray.get_runtime_context().get_node_id(), node_ip, limit)

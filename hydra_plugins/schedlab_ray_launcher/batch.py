@@ -90,17 +90,6 @@ class Executor(Protocol):
         """End what :meth:`run` started."""
 
 
-@dataclasses.dataclass
-class Job:
-    """What the process that runs a run is handed: its config or the recipe that composes it there (from its
-    shape's composition), its index, its record and the plain config it was planned with."""
-
-    config_or_recipe: DictConfig | Recipe
-    index: int
-    record: RunRecord | None
-    plain: dict[str, Any] | None
-
-
 class RunTimeoutError(Exception):
     """A run took longer than ``hydra.launcher.run_timeout``."""
 
@@ -124,20 +113,19 @@ def wall_clock_limit(seconds: float) -> Iterator[None]:
         signal.signal(signal.SIGALRM, previous)
 
 
-def execute(job: Job, base: Callable[[], bytes], master: DictConfig, sweep_dir: str, task_function: TaskFunction,
-            callbacks: Any, node_id: str, node_ip: str = "", limit: float | None = None) -> RunReport:
+def execute(record: RunRecord, base: Callable[[], bytes], master: DictConfig, sweep_dir: str,
+            task_function: TaskFunction, callbacks: Any, node_id: str, node_ip: str = "", limit: float | None = None
+            ) -> RunReport:
     """The one body of a run, in a Ray worker or this process: compose it (from its recipe and its shape's
     composition ``base``, checked against the plan) and claim it, run it with Hydra's ``run_job`` within
     ``limit`` seconds (:func:`wall_clock_limit`), write its record (when this process sees the store); its
     report."""
-    record = job.record
     try:
-        config = job.config_or_recipe
+        config = record.config
         if isinstance(config, Recipe):
-            config = finish(config.compose(base(), master), job.index, sweep_dir)
-            if job.plain is not None:
-                check_planned(config, job.plain)
-        instead = record.start() if record is not None else None
+            config = finish(config.compose(base(), master), record.index, sweep_dir)
+            check_planned(config, record.cfg)
+        instead = record.start()
     except Exception as error:  # a config that is not the planned one, a store this process cannot see
         return RunReport.crashed(error, node_id, node_ip)
     if instead is not None:
@@ -151,8 +139,7 @@ def execute(job: Job, base: Callable[[], bytes], master: DictConfig, sweep_dir: 
         report = RunReport.of(ret, start, time.time(), time.perf_counter() - tic, node_id, node_ip)
     except RunTimeoutError as error:  # the limit struck outside the task function (in run_job's own steps)
         report = RunReport.crashed(error, node_id, node_ip)
-    if record is not None:
-        record.finish(report)
+    record.finish(report)
     return report
 
 
@@ -166,16 +153,17 @@ class Batch:
         self.todo = [run for run in runs if run.result is None]
         self.reports: dict[int, RunReport] = {}
 
-    def submit(self, run: Run) -> Job | None:
-        """What the process that runs ``run`` is handed; ``None`` when it is not run after all (the driver
-        claims it and another sweep has it)."""
+    def submit(self, run: Run) -> RunRecord | None:
+        """What the process that runs ``run`` is handed: its record with its index and its recipe (composed where
+        it runs, checked against the plan) or config; ``None`` when it is not run after all (the driver claims
+        it and another sweep has it)."""
         if self.planner is not None and self.planner.claim(run) is not None:
             self.stats.skip(run)
             return None
-        record = self.planner.recorder(run) if self.planner is not None else None
-        if run.recipe is not None:  # composed where it runs, checked against the plan
-            return Job(run.recipe, run.index, record, run.plain)
-        job = Job(run.composed(), run.index, record, None)
+        record = (self.planner.recorder(run) if self.planner is not None else None) or RunRecord(None, None, run.plain)
+        if run.recipe is not None:
+            return dataclasses.replace(record, index=run.index, config=run.recipe)
+        job = dataclasses.replace(record, index=run.index, config=run.composed())
         run.release()  # the sweep keeps only the configs of runs not yet submitted
         return job
 
@@ -348,7 +336,7 @@ class InProcess:
             for run in batch.todo:
                 job = batch.submit(run)
                 if job is not None:
-                    base = functools.partial(sweep.base, job.config_or_recipe)
+                    base = functools.partial(sweep.base, job.config)
                     batch.ended(run, execute(job, base, sweep.config, sweep.sweep_dir, sweep.task_function,
                                              sweep.callbacks, socket.gethostname(), limit=sweep.run_timeout))
                 progress.show(done=1)
