@@ -22,8 +22,8 @@ install: $(STAMP) ## create .venv and install schedlab with its dev tools (only 
 test: $(STAMP) ## run the whole test suite (fast; slow checks are behind -m slow, SLURM behind make test-slurm)
 	$(PY) -m pytest -q -m "not slow and not slurm" -n auto --dist worksteal
 
-test-slow: $(STAMP) ## run only the slow checks
-	$(PY) -m pytest -q -m slow
+test-slow: $(STAMP) ## run only the slow checks (long fault cases, large sweeps)
+	$(PY) -m pytest -q -m "slow and not slurm" -n auto --dist worksteal
 
 test-slurm: $(STAMP) ## the SLURM recipe on a real one-node SLURM on loopback (root; installs slurm-wlm, munge)
 	$(PY) -m pytest -q -m slurm tests/test_slurm.py

@@ -17,6 +17,7 @@ import time
 from collections import Counter
 from pathlib import Path
 
+import pytest
 from hydra import compose
 from hydra.core.hydra_config import HydraConfig
 from mlflow.tracking import MlflowClient
@@ -52,6 +53,7 @@ def assert_each_key_finished_once(uri: str, keys: int) -> None:
     assert len(finished) == keys and set(finished.values()) == {1}, finished
 
 
+@pytest.mark.slow  # make test-slow: a long fault case (issue 37: the default suite under 10 min)
 def test_two_identical_sweeps_at_once_run_each_key_once(tmp_path: Path) -> None:
     """On a new SQLite store (its schema created under a lock), then again on the existing one."""
     outs = finish(start(tmp_path, "policy=easy,fcfs", "seed=range(0,4)"),
@@ -73,6 +75,7 @@ def test_two_sweeps_at_once_through_a_tracking_server(mlflow_server: str, tmp_pa
     assert_each_key_finished_once(mlflow_server, 8)
 
 
+@pytest.mark.slow  # make test-slow: a long fault case (issue 37: the default suite under 10 min)
 def test_workers_killed_right_after_recording_leave_one_run_per_key(tmp_path: Path) -> None:
     """Each time a run turns FINISHED in the store, every worker still running a task is SIGKILLed — the
     one that just wrote its record among them, before the driver heard of it: Ray retries it, the retry

@@ -184,6 +184,7 @@ def test_a_busy_tracking_server_is_asked_again_not_refused(monkeypatch: pytest.M
         server.shutdown()
 
 
+@pytest.mark.slow  # make test-slow: a long fault case (issue 37: the default suite under 10 min)
 @pytest.mark.parametrize("group", [False], ids=["driver"])  # the process group: see issue 37's note
 def test_sigterm_ends_a_sweep_as_ctrl_c_does(tmp_path: Path, group: bool) -> None:
     """SIGTERM to the driver (what SLURM and ``timeout`` send): the runs that finished are recorded, none is left
@@ -210,6 +211,7 @@ def test_sigterm_ends_a_sweep_as_ctrl_c_does(tmp_path: Path, group: bool) -> Non
     assert f"{16 - done} done, 0 failed, {done} skipped" in again.stdout
 
 
+@pytest.mark.slow  # make test-slow: a long fault case (issue 37: the default suite under 10 min)
 def test_a_tracking_server_killed_mid_sweep_is_one_line(tmp_path: Path) -> None:
     """The tracking server dies while a sweep records into it: the sweep stops with one line saying why and how
     to resume — no retries logged, no tracebacks (it printed ~250 lines of urllib3 retries and 11 of them)."""
@@ -236,6 +238,7 @@ def test_a_tracking_server_killed_mid_sweep_is_one_line(tmp_path: Path) -> None:
     assert len((out + err).splitlines()) < 40, out + err
 
 
+@pytest.mark.slow  # make test-slow: a long fault case (issue 37: the default suite under 10 min)
 def test_a_full_disk_under_the_store_is_one_line(tmp_path: Path) -> None:
     """The store's disk fills up mid-sweep (a 5 MB tmpfs): the sweep stops with one line naming the cause and
     how to resume — no MLflow tracebacks forwarded from the workers (~130 lines of them), no Hydra hint."""

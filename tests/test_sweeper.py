@@ -157,6 +157,7 @@ def test_job_table_artifact_and_common_random_numbers(local_sweep: tuple[Path, s
     assert not easy[cols].equals(tables[("easy", "1")][cols])
 
 
+@pytest.mark.slow  # make test-slow: a long fault case (issue 37: the default suite under 10 min)
 def test_resume_after_killed_driver_runs_only_missing(tmp_path: Path) -> None:
     args = [sys.executable, str(RUN), "-m", *SMALL, *RESUME, "seed=range(0,8)"]
     driver = subprocess.Popen(args, cwd=tmp_path, env=ENV, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
@@ -422,6 +423,7 @@ def test_a_sqlite_uri_with_options_is_its_own_file(tmp_path: Path) -> None:
     assert here.file_id == ((stat := (tmp_path / "mlflow.db").stat()).st_dev, stat.st_ino) and here.reachable()
 
 
+@pytest.mark.slow  # make test-slow: a long fault case (issue 37: the default suite under 10 min)
 def test_a_sweep_submitted_with_ray_job_submit_records_its_runs(tmp_path: Path) -> None:
     """``ray job submit`` to a ``ray start --head`` on 127.0.0.1 (the job API through its dashboard): the job's
     driver joins that cluster (``hydra.launcher.address=auto``: the job's RAY_ADDRESS) and records its runs."""
