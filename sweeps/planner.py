@@ -290,7 +290,7 @@ class Planner:
             stochastic = run.parts.workload.stochastic
             run.key = key_of(run.flat if stochastic else {k: v for k, v in run.flat.items() if k != "seed"},
                              run.policy)
-            run.inputs = inputs = self.inputs_of(tuple(run.parts.workload.input_files().items()))
+            run.inputs = inputs = self.inputs_of(tuple(run.parts.inputs.items()))
             run.code = code = self.code_of(tuple(run.targets.values()))
             # what identifies the run, set when it is claimed so that other sweeps find it
             run.tags = {f"{TAG}run_key": run.key, f"{TAG}sweep_id": self.sweep_id, f"{TAG}git_commit": git_commit(),

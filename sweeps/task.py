@@ -67,13 +67,15 @@ class RunParts:
     workload: Any
     kill_at_limit: bool
     drop_oversized: bool
+    #: the files the run reads, by the user's name: its workload's, then its policy's (``policy:NAME``)
+    inputs: dict[str, Path]
 
 
 def prepare(cfg: dict[str, Any]) -> RunParts:
     """Check a run config without simulating, on the driver (cheap; raises :class:`InputError` with a clear
     message): its parts, and that its policy builds and fits its workload and cluster."""
-    parts = _parts(cfg)
-    policy = _built("policy", cfg)  # unknown policy names and options fail here, on the driver
+    parts = _parts(cfg)  # unknown policy names and options fail here, on the driver
+    policy = _built("policy", cfg)
     check_kind(policy, parts.workload.kind)
     if not parts.cluster.fixed and not parts.workload.sizes_machine:
         raise InputError(f"cluster.nodes is null (cluster=from_trace takes the size from a trace header) but "
@@ -99,9 +101,12 @@ def _parts(cfg: dict[str, Any]) -> RunParts:
     extra = sorted(set(engine) - {"kill_at_limit", "drop_oversized"})
     if extra:
         raise InputError(f"unknown engine option(s) {extra}; expected kill_at_limit, drop_oversized")
-    return RunParts(seed=seed, cluster=_built("cluster", cfg), workload=_built("workload", cfg),
+    workload, policy = _built("workload", cfg), _built("policy", cfg)
+    own = policy.input_files() if hasattr(policy, "input_files") else {}
+    return RunParts(seed=seed, cluster=_built("cluster", cfg), workload=workload,
                     kill_at_limit=bool(engine.get("kill_at_limit", False)),
-                    drop_oversized=bool(engine.get("drop_oversized", False)))
+                    drop_oversized=bool(engine.get("drop_oversized", False)),
+                    inputs={**workload.input_files(), **{f"policy:{name}": path for name, path in own.items()}})
 
 
 def _check_fit(policy: Any, cluster: Cluster) -> None:
@@ -118,21 +123,20 @@ def run_one(cfg: dict[str, Any]) -> RunOutcome:
     """Simulate one run of a config :func:`prepare` checked on the driver; the workload depends only on
     ``seed`` and the workload config, the policy is built once, here.
 
-    The input files are hashed here, where they are read: before and after the workload reads them, so
+    The input files are hashed here, where they are read: before and after the workload and the policy read them, so
     the digest recorded is that of the bytes parsed (a file that changes while it is read fails the run)."""
     parts = _parts(cfg)
     tic = time.perf_counter()
     cluster = parts.cluster.build() if parts.cluster.fixed else None
-    files = parts.workload.input_files()
-    read = file_digests(files)
+    read = file_digests(parts.inputs)
     workload = parts.workload.build(np.random.default_rng(parts.seed), cluster)
-    after = file_digests(files)
-    if after != read:
-        changed = sorted(name for name, digest in after.items() if read.get(name) != digest)
-        raise InputError(f"input file {', '.join(changed)} changed while this run read it; rerun the sweep")
     sized = None if cluster else workload.default_nodes
     cluster = cluster or parts.cluster.build(workload.default_nodes)
     policy = _instantiate("policy", cfg, weights=getattr(workload, "weights", None))
+    after = file_digests(parts.inputs)
+    if after != read:
+        changed = sorted(name for name, digest in after.items() if read.get(name) != digest)
+        raise InputError(f"input file {', '.join(changed)} changed while this run read it; rerun the sweep")
     files: dict[str, bytes] = {}
     with tempfile.TemporaryDirectory(prefix="schedlab-run-") as tmp:
         saves_tasks = getattr(parts.workload, "save_tasks", False)

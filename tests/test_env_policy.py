@@ -99,7 +99,8 @@ def test_a_missing_or_garbled_weights_file_is_one_line(tmp_path: Path, make: Any
 def test_policy_learned_composes_and_runs_with_its_weights(tmp_path: Path) -> None:
     path = trained(tmp_path)
     cfg = compose_config(["policy=learned", f"policy.weights={path}", "workload.jobs=200", "seed=4"])
-    assert cfg["policy"] == {"_target_": "sim.policies.learned.LearnedPolicy", "weights": str(path)}
+    assert cfg["policy"] == {"_target_": "sim.policies.learned.LearnedPolicy", "weights": str(path),
+                             "base_dir": str(Path.cwd())}  # a relative weights path: from where it was launched
     task.prepare(cfg)
     outcome = task.run_one(cfg)
     assert outcome.summary["jobs"] == 200 and outcome.tables["jobs"]["start_time"] == task.run_one(

@@ -288,18 +288,19 @@ class NetPolicy(WindowPolicy):
 
 class LearnedPolicy(NetPolicy):
     """A trained :class:`KernelNet` as a policy: ``weights`` is the ``.npz`` file the trainer wrote
-    (``sweeps/train.py``; a relative path is read from the current folder, where a sweep was launched);
-    the file also fixes ``window`` and ``backfill``. :meth:`input_files` names it, so a sweep can hash it
-    into the run's identity; ``sha256`` is the digest of the bytes this policy loaded."""
+    (``sweeps/train.py``; a relative path is read from ``base_dir``, in a sweep the folder it was launched
+    from); the file also fixes ``window`` and ``backfill``. :meth:`input_files` names it, so a sweep hashes
+    it into the run's identity (retrained weights rerun their runs); ``sha256`` is the digest of the bytes
+    this policy loaded."""
 
     name = "learned"
 
-    def __init__(self, weights: str) -> None:
+    def __init__(self, weights: str, base_dir: str = "") -> None:
         if not isinstance(weights, str) or not weights or weights == "???":
             raise InputError(f"policy.weights must name a weights .npz file (written by sweeps/train.py), "
                              f"got {weights!r}")
         self.weights = weights
-        self.path = Path(weights).expanduser()
+        self.path = Path(base_dir).expanduser() / Path(weights).expanduser()
         try:
             data = self.path.read_bytes()
         except OSError as error:

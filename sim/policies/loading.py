@@ -42,8 +42,13 @@ def policy_names(folders: Iterable[Path] = (POLICY_CONF,)) -> list[str]:
     return sorted({path.stem for folder in folders for path in folder.glob("*.yaml")})
 
 
+#: the one interpolation a policy file may hold (a relative path's folder); read without Hydra, the current folder
+LAUNCH_DIR = "${hydra:runtime.cwd}"
+
+
 def policy_config(name: str, folders: Iterable[Path] = (POLICY_CONF,)) -> dict[str, Any]:
-    """``NAME.yaml`` from the first folder that has it, as a dict holding ``_target_`` and the options."""
+    """``NAME.yaml`` from the first folder that has it, as a dict holding ``_target_`` and the options
+    (:data:`LAUNCH_DIR` read as the current folder, as Hydra reads it for a command launched here)."""
     import yaml  # only the command line and the tests read policy files
 
     folders = list(folders)
@@ -58,7 +63,7 @@ def policy_config(name: str, folders: Iterable[Path] = (POLICY_CONF,)) -> dict[s
         raise InputError(f"{path}: not valid YAML ({' '.join(str(error).split())})") from None
     if not isinstance(config, dict) or not isinstance(config.get("_target_"), str):
         raise InputError(f"{path}: expected a mapping with a _target_ (the policy class or factory)")
-    return config
+    return {key: str(Path.cwd()) if value == LAUNCH_DIR else value for key, value in config.items()}
 
 
 def resolve_target(target: str) -> Callable[..., Any]:
