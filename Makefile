@@ -43,8 +43,9 @@ paper: $(STAMP) ## every paper_*.yaml swept (resumes; RAY_ADDRESS=… a cluster)
 	$(PY) analysis/paper.py --out $(PAPER_OUT) $(PAPER_ARGS)
 	$(PY) analysis/paper.py --export-runs $(PAPER_OUT)/runs.parquet $(filter tracking.uri=%,$(PAPER_ARGS))
 
-bench: $(STAMP) ## benchmarks: simulator, DRF, RM-DCWF, MRCP-RM, sweep speed and make paper on 1 vs 2 Ray nodes (JSON + Markdown tables in $(BENCH_OUT)/)
+bench: $(STAMP) ## benchmarks: simulator, the Gymnasium env, DRF, RM-DCWF, MRCP-RM, sweep speed and make paper on 1 vs 2 Ray nodes (JSON + Markdown tables in $(BENCH_OUT)/)
 	$(PY) tests/bench/bench_sim.py --out $(BENCH_OUT)
+	$(PY) tests/bench/bench_env.py --out $(BENCH_OUT)  # env decisions/s beside the engine's events/s
 	$(PY) tests/bench/bench_drf.py --out $(BENCH_OUT)
 	$(PY) tests/bench/bench_sweep.py --out $(BENCH_OUT)
 	$(PY) tests/bench/bench_sweep_scale.py --out $(BENCH_OUT) $(SCALE_ARGS)  # N = 100, 2,000 tiny runs; SCALE_ARGS=--huge adds 10,000
