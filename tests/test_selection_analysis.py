@@ -22,6 +22,7 @@ from analysis.selection import (
     held_out_cells,
     held_out_loss,
     invented,
+    next_runs,
     published,
     write,
 )
@@ -90,6 +91,7 @@ def test_within_noise_the_reading_with_fewer_invented_rules_wins() -> None:
     good = {s.name: perfect(s, 0.02) for s in STUDIES}
     close = {s.name: perfect(s, 0.02, bias=0.002) for s in STUDIES}  # off by far less than the seeds' scatter
     assert invented("subdeadline/align/forced") == 2 and invented("subdeadline/none/planned") == 0
+    assert invented("deadline/align/forced") == 0  # multi_parent acts on nothing under the deadline trigger
     lines = "\n".join(decision({"subdeadline/align/forced": good, "subdeadline/none/forced": close}, [0, 1, 2, 3]))
     assert "Lowest combined J: subdeadline/align/forced" in lines
     assert "Fewest invented rules among those: subdeadline/none/forced." in lines
@@ -129,14 +131,43 @@ def test_writing_results_keeps_the_protocol_byte_for_byte(tmp_path: Path) -> Non
 
 
 def test_the_printed_commands_name_real_experiments_and_the_readings_runs() -> None:
-    lines = commands(LIGO, "deadline/align/planned", 52.25, "51.25,51.5", "sqlite:////s/mlflow.db")
+    lines = [*commands(LIGO, "deadline/align/planned", "51.25,51.5", "sqlite:////s/mlflow.db", fit=True),
+             *commands(LIGO, "deadline/align/planned", "52.25", "sqlite:////s/mlflow.db", fit=False)]
     assert len(lines) == 5 and "experiment=selection_fit_ligo" in lines[0] and "workload.size=51.25,51.5" in lines[0]
     for line in lines:
         name = line.split("experiment=")[1].split()[0]
         assert (CONF / f"{name}.yaml").exists(), name
         assert "policy.remap_trigger=deadline policy.multi_parent=align policy.late_rule=planned" in line
     assert all("workload.size=52.25 policy.laxity_distribution=pd" in line for line in lines[1:])
-    assert "laxity_distribution" not in "".join(commands(LIGO, "subdeadline/none/forced", 50, "49", "u"))
+    assert "laxity_distribution" not in "".join(commands(LIGO, "subdeadline/none/forced", "50", "u", fit=False))
+
+
+@pytest.mark.parametrize("study", STUDIES, ids=lambda s: s.name)
+def test_the_coarse_grid_is_the_experiment_files(study: object) -> None:
+    import yaml
+
+    raw = yaml.safe_load((CONF / f"selection_fit_{study.name}.yaml").read_text())  # type: ignore[attr-defined]
+    grid = [float(s) for s in str(raw["hydra"]["sweeper"]["params"]["workload.size"]).split(",")]
+    assert grid == [float(s) for s in study.grid]  # type: ignore[attr-defined]
+
+
+def test_runs_come_in_the_protocols_order() -> None:
+    at = LIGO.point(**LIGO.fit)
+    rows = [("subdeadline/none/forced", s, at, "pd", seed, 0.0103 + 0.001 * abs(s - 53), 2005.0 + 50 * abs(s - 53.5))
+            for s in LIGO.grid for seed in range(10)]
+    paper = published(LIGO, CONF, PUBLISHED)
+    fitted = fit(LIGO, runs(rows[:-1]), paper)  # size 58 lacks seed 9
+    [line] = next_runs(LIGO, fitted, "subdeadline/none/forced", False, "u")
+    assert "selection_fit_ligo" in line and line.endswith("workload.size=58")
+    fitted = fit(LIGO, runs(rows), paper)  # coarse grid done, best 53: refine 52–54 by 0.25 (52, 54 are run)
+    [line] = next_runs(LIGO, fitted, "subdeadline/none/forced", False, "u")
+    assert line.endswith("workload.size=52.25,52.5,52.75,53.25,53.5,53.75")
+    rows += [("subdeadline/none/forced", s, at, "pd", seed, 0.0103, 2005.0 + 10 * abs(s - 53.5))
+             for s in (52.25, 52.5, 52.75, 53.25, 53.5, 53.75) for seed in range(10)]
+    lines = next_runs(LIGO, fit(LIGO, runs(rows), paper), "subdeadline/none/forced", False, "u")
+    assert len(lines) == 4 and all("workload.size=53.5" in line for line in lines)  # held-out at size*
+    assert next_runs(LIGO, fit(LIGO, runs(rows), paper), "subdeadline/none/forced", True, "u") == []
+    assert "selection_fit_ligo" in next_runs(LIGO, fitted, "deadline/align/forced", False, "u")[0]  # not begun
 
 
 def run_records(**changes: object) -> pd.DataFrame:
@@ -177,3 +208,16 @@ def test_the_study_runs_become_cells(monkeypatch: pytest.MonkeyPatch) -> None:
     frame = selection.runs_frame(LIGO, "sqlite:///x")
     assert frame["reading"].tolist() == ["subdeadline/align/forced"] * 2 and frame["seed"].tolist() == [0, 1]
     assert set(frame["point"]) == {LIGO.point(**LIGO.fit)} and frame["size"].tolist() == [50.0, 50.0]
+
+
+def test_only_every_candidate_on_ten_seeds_makes_the_decision() -> None:
+    from analysis.selection import CANDIDATES
+
+    every = {r: {s.name: perfect(s, 0.02, bias=0.01 * i) for s in STUDIES} for i, r in enumerate(CANDIDATES)}
+    assert "Provisional ranking" in "\n".join(decision(every, [0, 1, 2, 3]))  # 4 seeds of 10
+    ten = {r: {s.name: HeldOut(50.0, h.cells, np.tile(h.grid, (1, 3))[:, :10]) for s, h in
+               ((s, parts[s.name]) for s in STUDIES)} for r, parts in every.items()}
+    text = "\n".join(decision(ten, list(range(10))))
+    assert text.startswith("### Decision (§ 5)") and "Lowest combined J: subdeadline/align/forced" in text
+    partial = dict(list(ten.items())[:-1])
+    assert "missing: deadline/align/planned" in "\n".join(decision(partial, list(range(10))))
