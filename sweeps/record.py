@@ -43,6 +43,7 @@ from dataclasses import dataclass, field
 from functools import cache
 from typing import Any
 
+import yaml
 from hydra.core.utils import JobReturn, JobStatus
 
 from sweeps._hydra import job_error
@@ -56,7 +57,6 @@ from sweeps.tracking import (
     MlflowStore,
     StoreURI,
     open_store,
-    to_yaml,
 )
 
 BEAT_SECONDS = 15.0
@@ -465,7 +465,8 @@ class RunRecord:
             tags.update({f"{TAG}note.{k}": str(v) for k, v in outcome.notes.items()})
             if outcome.nodes_from_workload is not None:
                 params["cluster.nodes"] = outcome.nodes_from_workload  # the size the trace header gave
-        files = {"config.yaml": to_yaml(self.cfg).encode(), **(outcome.files if outcome is not None else {})}
+        files = {"config.yaml": yaml.safe_dump(self.cfg, sort_keys=False).encode(),
+                 **(outcome.files if outcome is not None else {})}
         if report.traceback:
             files["traceback.txt"] = report.traceback.encode()
         return store.log(self.claim, report.status, report.end_time, params, tags, metrics, files,

@@ -23,8 +23,6 @@ from pathlib import Path
 from typing import Any, TypeVar
 from urllib.parse import quote, unquote, urlparse
 
-import yaml
-
 #: MLflow 3's usage telemetry sets and unsets an environment variable from its own thread while requests read it:
 #: a store call failed with ``'_MLFLOW_TELEMETRY_SESSION_ID'`` (a run FAILED in a two-sweep test); schedlab turns it
 #: off in every process that records (set MLFLOW_DISABLE_TELEMETRY=false to keep it)
@@ -305,8 +303,15 @@ class MlflowStore:
                      metrics=[Metric(k, float(v), now, 0) for k, v in metrics.items()],
                      params=[Param(k, param_value(v)) for k, v in params.items()],
                      tags=[RunTag(k, v) for k, v in tags.items()])
-        with tempfile.TemporaryDirectory(prefix="schedlab-") as tmp:
-            write_artifacts(Path(tmp), files, tables)
+        with tempfile.TemporaryDirectory(prefix="schedlab-") as tmp:  # every file uploaded in one call
+            for name, content in files.items():
+                Path(tmp, name).write_bytes(content)
+            if tables:
+                import pyarrow as pa
+                import pyarrow.parquet as pq
+
+                for name, columns in tables.items():
+                    pq.write_table(pa.table(columns), Path(tmp, f"{name}.parquet"))
             # the run's artifact repository, resolved as the client does but without its get_run query
             repository = get_artifact_repository(claim.artifact_uri, tracking_uri=self.uri)
             locked_retry(repository.log_artifacts, tmp)
@@ -350,18 +355,6 @@ def locked_retry(call: Callable[..., T], *args: Any, **kwargs: Any) -> T:
     return call(*args, **kwargs)
 
 
-def write_artifacts(folder: Path, files: dict[str, bytes], tables: dict[str, dict[str, list[Any]]]) -> None:
-    """A run's files and tables (as Parquet) in ``folder``, ready to upload in one call."""
-    for name, content in files.items():
-        (folder / name).write_bytes(content)
-    if tables:
-        import pyarrow as pa
-        import pyarrow.parquet as pq
-
-        for name, columns in tables.items():
-            pq.write_table(pa.table(columns), folder / f"{name}.parquet")
-
-
 def use_wal(path: Path) -> None:
     """Switch a SQLite store to write-ahead logging (kept in the file): a commit appends to the log
     instead of rewriting journal and database (a run's logging took a third of the time, measured),
@@ -374,7 +367,3 @@ def use_wal(path: Path) -> None:
 def open_store(uri: str, experiment_name: str, artifact_root: str | None = None) -> MlflowStore:
     """One store per (uri, experiment) and process: serial runs reuse the connection."""
     return MlflowStore(uri, experiment_name, artifact_root)
-
-
-def to_yaml(cfg: Mapping[str, Any]) -> str:
-    return yaml.safe_dump(dict(cfg), sort_keys=False)
