@@ -87,6 +87,12 @@ def published(study: Study, conf_dir: Path, published_dir: Path) -> pd.DataFrame
     return pd.concat(parts).drop_duplicates(["point", "lax", "metric"]).rename(columns={"mean": "paper"})
 
 
+def pd_ed_differ(paper: pd.DataFrame) -> tuple[int, int]:
+    """(points where the paper's PD and ED values differ in P or T, points): § 5's PD/ED pattern."""
+    wide = paper.pivot_table(index=["point", "metric"], columns="lax", values="paper")
+    return int(wide[wide["pd"] != wide["ed"]].reset_index()["point"].nunique()), int(paper["point"].nunique())
+
+
 def runs_frame(study: Study, tracking_uri: str, pool_code: bool = False) -> pd.DataFrame:
     """One line per finished run of the study's experiment: reading, size, point, PD/ED, seed, P, T, code."""
     runs = load_runs(study.experiment, tracking_uri)
@@ -253,7 +259,9 @@ def report(tracking_uri: str, conf_dir: Path, published_dir: Path, pool_code: bo
             done[r.reading] = h.complete and grid.shape[1] >= REPLICATIONS
         todo += [c for reading in CANDIDATES for c in next_runs(study, table, reading, done.get(reading, False),
                                                                  tracking_uri)]
-        lines.append("")
+        differ, points = pd_ed_differ(paper)
+        lines += [f"The paper's PD-SL-TSP1 and ED-SL-TSP1 values differ (P or T) at {differ} of its {points} "
+                  f"{study.name} points; under the deadline trigger ours are identical by construction (§ 1, § 5).", ""]
     lines += decision(held, seeds)
     if todo:
         lines += ["", "### Runs still to make (resumable: finished runs are skipped; add hydra/launcher=serial on a "

@@ -23,6 +23,7 @@ from analysis.selection import (
     held_out_loss,
     invented,
     next_runs,
+    pd_ed_differ,
     published,
     write,
 )
@@ -221,3 +222,8 @@ def test_only_every_candidate_on_ten_seeds_makes_the_decision() -> None:
     assert text.startswith("### Decision (§ 5)") and "Lowest combined J: subdeadline/align/forced" in text
     partial = dict(list(ten.items())[:-1])
     assert "missing: deadline/align/planned" in "\n".join(decision(partial, list(range(10))))
+
+
+def test_the_papers_pd_ed_pattern_is_counted() -> None:
+    counts = [pd_ed_differ(published(s, CONF, PUBLISHED)) for s in STUDIES]
+    assert counts == [(5, 9), (2, 9)]  # LIGO: λ 1/150, s_max 2.5·10⁵, em_max 2 and 10, m 40; Genome: λ 1/1800, m 40
