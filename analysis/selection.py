@@ -22,7 +22,10 @@ import pandas as pd
 if __package__ in (None, ""):  # run as a script: make the repository importable
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from scipy.stats import t as student_t
+
 from analysis import AnalysisError
+from analysis.formatting import format_pm
 from analysis.paper_spec import level_key, read_table
 from analysis.runs import load_runs
 
@@ -135,7 +138,10 @@ def fit(study: Study, runs: pd.DataFrame, paper: pd.DataFrame) -> pd.DataFrame:
     """Fit-point means and J per reading and size; ``best`` marks each reading's size* (ties: smaller)."""
     at = runs[(runs["point"] == study.point(**study.fit)) & (runs["lax"] == "pd")]
     ref = paper[(paper["point"] == study.point(**study.fit)) & (paper["lax"] == "pd")].set_index("metric")["paper"]
-    table = at.groupby(["reading", "size"]).agg(seeds=("seed", "nunique"), P=(P, "mean"), T=(T, "mean")).reset_index()
+    table = at.groupby(["reading", "size"]).agg(seeds=("seed", "nunique"), P=(P, "mean"), T=(T, "mean"),
+                                                P_sd=(P, "std"), T_sd=(T, "std")).reset_index()
+    t95 = student_t.ppf(0.975, np.maximum(table["seeds"] - 1, 1)) / np.sqrt(table["seeds"])
+    table["P_hw"], table["T_hw"] = table.pop("P_sd") * t95, table.pop("T_sd") * t95  # NaN with one seed
     table["J"] = loss(table["P"].to_numpy()[:, None], ref[P], table["T"].to_numpy()[:, None], ref[T])
     table["best"] = False
     if len(table):
@@ -206,16 +212,21 @@ class HeldOut:
         return _median(err[is_p]), _median(err[~is_p])
 
 
+def resample_weights(n_seeds: int) -> np.ndarray:
+    """B × seeds counts of each seed in the B bootstrap resamples (the same for every reading: paired)."""
+    picks = np.random.default_rng(BOOTSTRAP_SEED).integers(0, n_seeds, size=(BOOTSTRAP, n_seeds))
+    return np.stack([np.bincount(row, minlength=n_seeds) for row in picks]).astype(float)
+
+
+def resampled_loss(h: HeldOut, weights: np.ndarray) -> np.ndarray:
+    """J_held of ``h`` under each resample (``weights``: B × seeds)."""
+    return held_out_loss(h.cells, (weights @ h.grid.T) / weights.sum(axis=1, keepdims=True))
+
+
 def bootstrap(results: dict[str, list[HeldOut]], seeds: list[int]) -> dict[str, np.ndarray]:
     """Combined held-out J of each complete reading under the same B resamples of ``seeds`` (paired)."""
-    rng = np.random.default_rng(BOOTSTRAP_SEED)
-    picks = rng.integers(0, len(seeds), size=(BOOTSTRAP, len(seeds)))
-    weights = np.stack([np.bincount(row, minlength=len(seeds)) for row in picks]).astype(float)  # B × seeds
-    out = {}
-    for reading, parts in results.items():
-        js = [held_out_loss(h.cells, (weights @ h.grid.T) / weights.sum(axis=1, keepdims=True)) for h in parts]
-        out[reading] = np.mean(js, axis=0)
-    return out
+    weights = resample_weights(len(seeds))
+    return {reading: np.mean([resampled_loss(h, weights) for h in parts], axis=0) for reading, parts in results.items()}
 
 
 def report(tracking_uri: str, conf_dir: Path, published_dir: Path, pool_code: bool = False) -> str:
@@ -239,28 +250,32 @@ def report(tracking_uri: str, conf_dir: Path, published_dir: Path, pool_code: bo
         table = fit(study, runs, paper)
         lines += [f"### {study.name}: fit point {_point_text(study)}, PD-SL-TSP1", "",
                   f"{len(runs)} finished runs; simulator code {', '.join(sorted(runs['code'].unique()))}.", "",
-                  "| reading (trigger/multi_parent/late_rule) | size | seeds | P (%) | T (s) | J_fit | size* |",
-                  "|---|---:|---:|---:|---:|---:|---|"]
-        lines += [f"| {r.reading} | {r.size:g} | {r.seeds} | {100 * r.P:.3g} | {r.T:.0f} | {r.J:.2f} | "
-                  f"{'◀' if r.best else ''} |" for r in table.itertuples()]
+                  "| reading (trigger/multi_parent/late_rule) | size | seeds | P (%) ± 95 % CI | T (s) ± 95 % CI "
+                  "| J_fit | size* |", "|---|---:|---:|---:|---:|---:|---|"]
+        lines += [f"| {r.reading} | {r.size:g} | {r.seeds} | {format_pm(100 * r.P, 100 * r.P_hw, r.seeds)} | "
+                  f"{format_pm(r.T, r.T_hw, r.seeds)} | {r.J:.2f} | {'◀' if r.best else ''} |"
+                  for r in table.itertuples()]
         lines += ["", "Held-out (§ 4) at each reading's size*:", "",
-                  "| reading | size* | held-out values run | median e_P | median e_T | J_held |",
-                  "|---|---:|---:|---:|---:|---:|"]
+                  "| reading | size* | held-out values run | median e_P | median e_T | J_held | 95 % interval |",
+                  "|---|---:|---:|---:|---:|---:|---|"]
         done: dict[str, bool] = {}
         for r in table[table["best"]].itertuples():
             cells, grid = held_out_cells(study, runs, paper, r.reading, r.size, sorted(runs["seed"].unique()))
             h = HeldOut(r.size, cells, grid)
             e_p, e_t = h.medians()
             run = int(np.isfinite(grid).all(axis=1).sum())
-            j = f"{float(held_out_loss(cells, h.means())):.2f}" if h.complete else "—"
+            j, interval = "—", "—"
+            if h.complete:
+                lo, hi = np.percentile(resampled_loss(h, resample_weights(grid.shape[1])), [2.5, 97.5])
+                j, interval = f"{float(held_out_loss(cells, h.means())):.2f}", f"[{lo:.2f}, {hi:.2f}]"
             lines.append(f"| {r.reading} | {r.size:g} | {run} of {len(cells)} | {_num(e_p, 2)} | {_num(e_t, 3)} "
-                         f"| {j} |")
+                         f"| {j} | {interval} |")
             held.setdefault(r.reading, {})[study.name] = h
             done[r.reading] = h.complete and grid.shape[1] >= REPLICATIONS
         todo += [c for reading in CANDIDATES for c in next_runs(study, table, reading, done.get(reading, False),
                                                                  tracking_uri)]
         differ, points = pd_ed_differ(paper)
-        lines += [f"The paper's PD-SL-TSP1 and ED-SL-TSP1 values differ (P or T) at {differ} of its {points} "
+        lines += ["", f"The paper's PD-SL-TSP1 and ED-SL-TSP1 values differ (P or T) at {differ} of its {points} "
                   f"{study.name} points; under the deadline trigger ours are identical by construction (§ 1, § 5).", ""]
     lines += decision(held, seeds)
     if todo:

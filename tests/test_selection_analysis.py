@@ -227,3 +227,13 @@ def test_only_every_candidate_on_ten_seeds_makes_the_decision() -> None:
 def test_the_papers_pd_ed_pattern_is_counted() -> None:
     counts = [pd_ed_differ(published(s, CONF, PUBLISHED)) for s in STUDIES]
     assert counts == [(5, 9), (2, 9)]  # LIGO: λ 1/150, s_max 2.5·10⁵, em_max 2 and 10, m 40; Genome: λ 1/1800, m 40
+
+
+def test_fit_point_means_carry_student_t_intervals() -> None:
+    at = LIGO.point(**LIGO.fit)
+    frame = runs([("a", 50, at, "pd", 0, 0.01, 1900.0), ("a", 50, at, "pd", 1, 0.02, 2100.0),
+                  ("a", 52, at, "pd", 0, 0.01, 2000.0)])
+    table = fit(LIGO, frame, published(LIGO, CONF, PUBLISHED)).set_index("size")
+    assert table.loc[50, "P_hw"] == pytest.approx(0.00707107 * 12.7062 / 2 ** 0.5, rel=1e-4)  # sd · t(0.975, 1) / √2
+    assert table.loc[50, "T_hw"] == pytest.approx(141.421 * 12.7062 / 2 ** 0.5, rel=1e-4)
+    assert np.isnan(table.loc[52, "P_hw"])  # one seed: no interval
