@@ -8,6 +8,8 @@ The config is the plain dict a run gets (:func:`sweeps._hydra.task_config` of a 
 
 from __future__ import annotations
 
+import dataclasses
+import functools
 from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -40,10 +42,12 @@ class EnvDecides(WindowPolicy):
 _ENV_POLICY = {"_target_": f"{__name__}:EnvDecides", "window": 1, "backfill": "none"}
 
 
-def env_from_config(cfg: dict[str, Any], **options: Any) -> SchedulingEnv:
+def env_from_config(cfg: dict[str, Any], episode_jobs: int | None = None, **options: Any) -> SchedulingEnv:
     """The env over ``cfg``'s cluster and workload (and engine options); ``options`` are
     :class:`SchedulingEnv`'s (``window``, ``backfill``, ``reward``, ``reward_at``). Episode seed s draws
-    the jobs of the run with ``seed=s``. Needs gymnasium (the ``rl`` extra); composing and training do not."""
+    the jobs of the run with ``seed=s``; a replayed trace is the same every seed, so ``episode_jobs=K``
+    makes each episode a window of K consecutive jobs of it (:func:`trace_window`). Needs gymnasium (the
+    ``rl`` extra); composing and training do not."""
     from sim.env import SchedulingEnv
 
     parts = prepare({**cfg, "policy": _ENV_POLICY})
@@ -51,12 +55,33 @@ def env_from_config(cfg: dict[str, Any], **options: Any) -> SchedulingEnv:
         raise InputError("SchedulingEnv needs a sized cluster (cluster.nodes=N), not one sized by a trace")
     cluster = parts.cluster.build()
     spec = parts.workload
+    if spec.stochastic:
+        if episode_jobs is not None:
+            raise InputError(f"episode_jobs windows a replayed trace; {type(spec).__name__} draws each episode's "
+                             f"jobs from its seed (set workload.jobs instead)")
 
-    def draw(rng: np.random.Generator) -> Workload:
-        return spec.build(rng, cluster)
-
+        def draw(rng: np.random.Generator) -> Workload:
+            return spec.build(rng, cluster)
+    else:
+        draw = functools.partial(trace_window, spec.build(np.random.default_rng(0), cluster), episode_jobs)
+        if episode_jobs is not None:
+            draw(np.random.default_rng(0))  # a window larger than the trace is refused here, not at reset
     return SchedulingEnv(cluster, draw, kill_at_limit=parts.kill_at_limit, drop_oversized=parts.drop_oversized,
                          **options)
+
+
+def trace_window(trace: Workload, size: int | None, rng: np.random.Generator) -> Workload:
+    """``size`` consecutive jobs of ``trace`` (by submit time) from a start drawn by ``rng``, shifted so that the
+    first arrives at time 0 (RLScheduler's episodes); the whole trace when ``size`` is ``None``."""
+    if size is None:
+        return trace
+    jobs = sorted(trace.jobs, key=lambda job: (job.submit, job.id))
+    if isinstance(size, bool) or not isinstance(size, int) or not 0 < size <= len(jobs):
+        raise InputError(f"episode_jobs must be a whole number from 1 to the trace's {len(jobs)} jobs, got {size!r}")
+    start = int(rng.integers(0, len(jobs) - size + 1))
+    window = jobs[start:start + size]
+    return dataclasses.replace(trace, jobs=[dataclasses.replace(job, submit=job.submit - window[0].submit)
+                                            for job in window])
 
 
 def compose_config(overrides: Sequence[str] = ()) -> dict[str, Any]:

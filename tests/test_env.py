@@ -211,3 +211,37 @@ def test_reset_and_close_end_the_episode_in_progress(cfg: dict[str, Any]) -> Non
     assert threading.active_count() == before + 1  # one episode's engine at a time
     env.close()
     assert threading.active_count() == before
+
+
+def swf(folder: Any, jobs: int = 40) -> str:
+    """A trace of ``jobs`` jobs on 16 nodes, one every 50 s; its path."""
+    rows = [f"{k + 1} {50 * k} -1 {60 + 7 * (k % 5)} {1 + k % 16} -1 -1 {1 + k % 16} 200 -1 1 1 1 1 1 -1 -1 -1"
+            for k in range(jobs)]
+    path = folder / "t.swf"
+    path.write_text("; MaxNodes: 16\n" + "\n".join(rows) + "\n")
+    return str(path)
+
+
+def test_a_trace_episode_is_the_whole_trace_as_a_run_replays_it(tmp_path: Any) -> None:
+    cfg = compose_config(["workload=swf", f"workload.path={swf(tmp_path)}", "cluster=hpc16"])
+    env = env_from_config(cfg)
+    play(env, 3, oldest(env.window))
+    assert [r.start for r in env.result.records] == starts(cfg, 0, "none")
+
+
+def test_a_window_of_a_trace_per_episode_is_drawn_by_the_seed(tmp_path: Any) -> None:
+    cfg = compose_config(["workload=swf", f"workload.path={swf(tmp_path)}", "cluster=hpc16"])
+    env = env_from_config(cfg, episode_jobs=10)
+
+    def episode(seed: int) -> list[tuple[int, float]]:
+        play(env, seed, oldest(env.window))
+        return [(r.job.id, r.job.submit) for r in env.result.records]
+
+    first = episode(1)
+    ids = [job_id for job_id, _ in first]
+    assert ids == list(range(ids[0], ids[0] + 10)) and [s for _, s in first] == [50.0 * k for k in range(10)]
+    assert episode(1) == first and len({episode(seed)[0][0] for seed in range(6)}) > 1
+    with pytest.raises(InputError, match="episode_jobs must be a whole number from 1 to the trace's 40 jobs, got 41"):
+        env_from_config(cfg, episode_jobs=41)
+    with pytest.raises(InputError, match="episode_jobs windows a replayed trace; SyntheticHpc draws"):
+        env_from_config(compose_config(SMALL), episode_jobs=10)
