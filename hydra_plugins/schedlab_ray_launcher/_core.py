@@ -1,8 +1,10 @@
 """Ray's side of the launcher: start or join Ray (once per sweep), submit the runs of a batch, gather them
 with ``ray.wait`` as they finish; :func:`_execute` is the Ray task, :func:`sweeps`' one run body in a worker."""
 
+import contextlib
 import functools
 import logging
+import os
 import pickle
 import signal
 import threading
@@ -84,10 +86,30 @@ def shutdown() -> None:
     ray.shutdown()
 
 
+_STARTING = False  # ray.init is starting a local instance: the processes it forks leave the driver's session
+
+
+def _own_session() -> None:
+    if _STARTING:
+        with contextlib.suppress(OSError):  # already a session leader
+            os.setsid()
+
+
+@functools.cache
+def _register_own_session() -> None:
+    os.register_at_fork(after_in_child=_own_session)  # Ray's Popen has a preexec_fn, so forks run it
+
+
 def _init(what: str, **kwargs: Any) -> Any:
     """``ray.init(**kwargs)``; Ray's own failure to start or join stops the sweep with one line. The SIGTERM
-    handler Ray sets (``sys.exit``: the batch would end without its summary) is replaced by the one before."""
+    handler Ray sets (``sys.exit``: the batch would end without its summary) is replaced by the one before.
+    A local instance's processes (GCS, raylet, its workers and agents) run in sessions of their own: a signal
+    to the driver's process group (Ctrl-C in a terminal, ``timeout``, ``kill -TERM -PGID``) reaches the driver
+    alone, which ends the sweep as for Ctrl-C and shuts Ray down itself."""
+    global _STARTING
     before = signal.getsignal(signal.SIGTERM)
+    _register_own_session()
+    _STARTING = kwargs.get("address") == "local"
     try:
         return ray.init(**kwargs)
     except Exception as error:  # Ray raises a bare Exception for start-up timeouts
@@ -95,6 +117,7 @@ def _init(what: str, **kwargs: Any) -> Any:
         reason = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
         raise SweepAbortedError(f"{what}: {reason}; nothing was run (rerun to resume)") from None
     finally:
+        _STARTING = False
         if before is not None and threading.current_thread() is threading.main_thread():
             signal.signal(signal.SIGTERM, before)
 
