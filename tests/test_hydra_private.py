@@ -7,6 +7,7 @@ from __future__ import annotations
 import dataclasses
 import inspect
 import json
+import random
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -179,17 +180,36 @@ def assert_same_outcome(full: DictConfig | str, cached: DictConfig | str) -> Non
         assert_same(full, cached)
 
 
-@pytest.mark.parametrize("experiment", sorted(p.stem for p in (CONF / "experiment").glob("*.yaml")))
-def test_every_run_of_every_experiment_composes_as_hydra_does(loader: ConfigLoader, experiment: str) -> None:
+#: runs per experiment checked beyond the first of each set of group choices in the default suite (a seeded
+#: sample); ``make test-slow`` checks every run
+SAMPLE = 6
+EXPERIMENTS = sorted(p.stem for p in (CONF / "experiment").glob("*.yaml"))
+
+
+@pytest.mark.parametrize("every", [False, pytest.param(True, marks=pytest.mark.slow)], ids=["sample", "every-run"])
+@pytest.mark.parametrize("experiment", EXPERIMENTS)
+def test_every_run_of_every_experiment_composes_as_hydra_does(loader: ConfigLoader, experiment: str,
+                                                              every: bool) -> None:
+    """The composition cache gives each run Hydra's own composition: the first run of each set of group
+    choices (each a composition the cache keeps) and a seeded sample of the others — every run in
+    ``make test-slow``."""
     cfg = master(loader, *shrunk(loader, experiment))
     cached = Composer(loader, cfg)
     jobs = sweep_jobs(loader, experiment)
+
+    def shape(job: list[str]) -> tuple[str, ...]:
+        return tuple(o for o in job if loader.repository.group_exists(o.split("=")[0]))
+
+    groups = {shape(job) for job in jobs}
+    if not every:
+        firsts = list({shape(job): job for job in reversed(jobs)}.values())
+        others = [job for job in jobs if job not in firsts]
+        jobs = firsts + random.Random(experiment).sample(others, min(SAMPLE, len(others)))
     with mock.patch.object(loader, "load_sweep_config", wraps=loader.load_sweep_config) as hydra_compose:
         for job in jobs:
             full = loader.load_sweep_config(cfg, job)
             assert_same(full, cached.load_sweep_config(cfg, job))
             assert_same_plain(full, cached.describe(job))
-    groups = {tuple(o for o in job if loader.repository.group_exists(o.split("=")[0])) for job in jobs}
     assert hydra_compose.call_count == len(jobs) + len(groups)  # one full compose per set of group choices
     assert all(cached.describe(job) is not None for job in jobs)  # no experiment needs a run composed
 
