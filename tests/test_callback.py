@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -17,10 +18,15 @@ def single(cwd: Path, *overrides: str, multirun: bool = False) -> subprocess.Com
 
 
 def test_bare_ray_launcher_records_each_run(tmp_path: Path) -> None:
+    """… and once the sweep has ended its store's file alone holds the run (a copy of it, without the
+    write-ahead log a Ray worker wrote the run to, is a whole store)."""
     proc = sweep(tmp_path, *SYNTH, "hydra/launcher=ray", "policy=easy", "seed=50")
     assert "1 done, 0 failed, 0 skipped" in proc.stdout
-    found = runs(sqlite_uri(tmp_path))
-    assert [(r.data.params["seed"], r.info.status) for r in found] == [("50", "FINISHED")]
+    (tmp_path / "copy").mkdir()
+    shutil.copy(tmp_path / "mlflow.db", tmp_path / "copy" / "mlflow.db")
+    for store in (tmp_path, tmp_path / "copy"):
+        found = runs(sqlite_uri(store))
+        assert [(r.data.params["seed"], r.info.status) for r in found] == [("50", "FINISHED")]
 
 
 def test_serial_launcher_and_single_run_record_once(tmp_path: Path) -> None:
