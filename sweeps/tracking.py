@@ -361,14 +361,15 @@ def use_wal(path: Path) -> None:
     instead of rewriting journal and database (a run's logging took a third of the time, measured),
     and readers no longer block its writer. Left as it is when the file cannot be changed now. At this
     process's exit the log is written back into the file (``sweeps/run.py`` ends without closing MLflow's
-    connections, whose close would do it), so that a copy of the file alone holds every run."""
+    connections, whose close would do it), so that a copy of the file alone holds every run — passively:
+    the exit never waits for another process's readers or writers (another sweep, ``mlflow ui``)."""
     _sqlite(path, "PRAGMA journal_mode=WAL")
     _checkpoint_at_exit(path)
 
 
 @cache
 def _checkpoint_at_exit(path: Path) -> None:
-    atexit.register(_sqlite, path, "PRAGMA wal_checkpoint(TRUNCATE)")
+    atexit.register(_sqlite, path, "PRAGMA wal_checkpoint(PASSIVE)")
 
 
 def _sqlite(path: Path, statement: str) -> None:
