@@ -9,9 +9,12 @@ folder ``$SCHEDLAB_TRACES`` names, then in ``../shared/data/traces``, and skip s
 from __future__ import annotations
 
 import os
+import shutil
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+from filelock import FileLock
 
 from sim.workloads.errors import ARCHIVE_URL
 
@@ -27,6 +30,20 @@ TRACE_SOURCES = {
     "NASA-iPSC-1993-3.1-cln.swf": f"{_DOWNLOAD} {ARCHIVE_URL}l_nasa_ipsc/index.html",
     "lublin_256.swf": f"generate it with the archive's m_lublin99.c for 256 nodes, {ARCHIVE_URL}m_lublin99/index.html",
 }
+
+
+def built_once(tmp_path_factory: pytest.TempPathFactory, name: str, build: Callable[[Path], None]) -> Path:
+    """A folder ``build`` fills once per test session, whichever pytest-xdist worker asks first; the others
+    wait for it and share it, so its users read it and write only files of their own into it."""
+    base = tmp_path_factory.getbasetemp()
+    folder = (base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base) / f"built-once-{name}"
+    with FileLock(f"{folder}.lock"):
+        if not (folder / ".built").exists():  # a worker whose build failed left it unmarked: build afresh
+            shutil.rmtree(folder, ignore_errors=True)
+            folder.mkdir()
+            build(folder)
+            (folder / ".built").touch()
+    return folder
 
 
 def trace_folders() -> list[Path]:

@@ -27,7 +27,7 @@ from analysis.paper import main, paper_text, read_runs
 from analysis.paper_result import display, row_text
 from analysis.paper_spec import level_key, load_tables, read_published
 from analysis.runs import RunSet
-from tests.conftest import REPO
+from tests.conftest import REPO, built_once
 from tests.test_sweeper import ENV
 
 EXPERIMENT = "schedlab-paper-test"
@@ -75,8 +75,11 @@ hydra:
 
 @pytest.fixture(scope="module")
 def paper(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """Sweep both test tables once (the shared default point runs once) and write the report."""
-    root = tmp_path_factory.mktemp("paper")
+    """Sweep both test tables once per session (the shared default point runs once) and write the report."""
+    return built_once(tmp_path_factory, "paper", build_paper)
+
+
+def build_paper(root: Path) -> None:
     (root / "conf" / "experiment").mkdir(parents=True)
     (root / "published").mkdir()
     for tid, (rows, levels) in TABLES.items():
@@ -92,12 +95,12 @@ def paper(tmp_path_factory: pytest.TempPathFactory) -> Path:
     assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-3000:]
     assert "already recorded" in proc.stdout  # λ = 1/180, m = 50 is both tables' default point
     assert report(root, root / "out") == 0
-    return root
 
 
-def report(root: Path, out: Path) -> int:
+def report(root: Path, out: Path, store: Path | None = None) -> int:
+    """The tables of the experiments in ``root`` from the store in ``store`` (default: ``root``'s)."""
     return main(["--conf-dir", str(root / "conf" / "experiment"), "--published", str(root / "published"),
-                 "--out", str(out), "--tracking-uri", f"sqlite:///{root}/mlflow.db"])
+                 "--out", str(out), "--tracking-uri", f"sqlite:///{store or root}/mlflow.db"])
 
 
 def markdown_table(path: Path) -> tuple[list[str], list[list[str]]]:
@@ -132,18 +135,19 @@ def test_every_published_value_sits_beside_ours(paper: Path) -> None:
         assert unpublished == 2 * 6 - len(published)
 
 
-def test_claims_come_from_the_runs(paper: Path) -> None:
+def test_claims_come_from_the_runs(paper: Path, tmp_path: Path) -> None:
     verdicts = overall(pd.read_csv(paper / "out" / "claims.csv")).set_index(["table", "claim"])["verdict"]
     assert verdicts[("t_m", "T below 10^6 s")] == SUPPORTED
-    client = MlflowClient(f"sqlite:///{paper}/mlflow.db")
+    shutil.copy(paper / "mlflow.db", tmp_path / "mlflow.db")  # the shared store stays as swept
+    client = MlflowClient(f"sqlite:///{tmp_path}/mlflow.db")
     exp = client.get_experiment_by_name(EXPERIMENT)
     cell = client.search_runs([exp.experiment_id], "params.`cluster.m` = '40' and "
                               "params.`policy.laxity_distribution` = 'ed'")
     assert len(cell) == 2
     for k, run in enumerate(cell):  # the m = 40 / ED cell's T now far above the bound
         client.log_metric(run.info.run_id, "turnaround/mean", 5e6 + k * 1e5, step=1)
-    assert report(paper, paper / "out2") == 0
-    flipped = overall(pd.read_csv(paper / "out2" / "claims.csv")).set_index(["table", "claim"])["verdict"]
+    assert report(paper, tmp_path / "out", tmp_path) == 0
+    flipped = overall(pd.read_csv(tmp_path / "out" / "claims.csv")).set_index(["table", "claim"])["verdict"]
     assert flipped[("t_m", "T below 10^6 s")] == NOT_SUPPORTED
     assert flipped[("t_m", "PD and ED similar T")] == NOT_SUPPORTED
     assert flipped[("t_lambda", "T below 10^6 s")] == verdicts[("t_lambda", "T below 10^6 s")]  # its runs unchanged

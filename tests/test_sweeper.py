@@ -23,7 +23,7 @@ from pathlib import Path
 import pytest
 from mlflow.tracking import MlflowClient
 
-from tests.conftest import REPO
+from tests.conftest import REPO, built_once
 
 RUN = REPO / "sweeps" / "run.py"
 SMALL = ["cluster=hpc16", "hydra.launcher.local.object_store_memory=80000000"]
@@ -116,9 +116,12 @@ def wait_for_text(proc: subprocess.Popen, text: str, timeout: float = 120) -> st
 
 @pytest.fixture(scope="module")
 def local_sweep(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, subprocess.CompletedProcess]:
-    """Two policies × two seeds on a private local Ray instance."""
-    cwd = tmp_path_factory.mktemp("local")
-    return cwd, sweep(cwd, *SYNTH, "policy=easy,conservative", "seed=0,1")
+    """Two policies × two seeds on a private local Ray instance (once per session): its folder and its output."""
+    def build(cwd: Path) -> None:
+        (cwd / "stdout.txt").write_text(sweep(cwd, *SYNTH, "policy=easy,conservative", "seed=0,1").stdout)
+
+    cwd = built_once(tmp_path_factory, "local-sweep", build)
+    return cwd, subprocess.CompletedProcess([], 0, (cwd / "stdout.txt").read_text())
 
 
 def test_local_multirun_logs_every_run(local_sweep: tuple[Path, subprocess.CompletedProcess]) -> None:
