@@ -211,6 +211,23 @@ def test_the_study_runs_become_cells(monkeypatch: pytest.MonkeyPatch) -> None:
     assert set(frame["point"]) == {LIGO.point(**LIGO.fit)} and frame["size"].tolist() == [50.0, 50.0]
 
 
+def test_the_studys_runs_read_back_from_its_export_are_the_stores(monkeypatch: pytest.MonkeyPatch,
+                                                                    tmp_path: Path) -> None:
+    """selection.md's results outlive the store: ``--export-runs`` keeps the runs, ``--runs`` reads them back."""
+    import analysis.selection as selection
+    from analysis.export import RunExport
+    from analysis.runs import RunSet
+
+    monkeypatch.setattr(selection, "load_runs", lambda experiment, uri: RunSet.from_records(
+        experiment, uri, run_records()) if experiment == LIGO.experiment else RunSet.from_records(
+        experiment, uri, run_records().iloc[:0]))
+    monkeypatch.setattr(selection, "_has_runs", lambda study, uri: study is LIGO)
+    assert selection.export_study("sqlite:///x", tmp_path / "runs.parquet") == 2
+    export = RunExport.read(tmp_path / "runs.parquet")
+    pd.testing.assert_frame_equal(selection.runs_frame(LIGO, "sqlite:///x", export=export),
+                                  selection.runs_frame(LIGO, "sqlite:///x"))
+
+
 def test_only_every_candidate_on_ten_seeds_makes_the_decision() -> None:
     from analysis.selection import CANDIDATES
 
