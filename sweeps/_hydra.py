@@ -11,7 +11,9 @@ values, is *described* (:meth:`Composer.describe`): its resolved task config is 
 values set, and a worker composes it from a :class:`Recipe` and the shape's composition. Any other run is
 composed by Hydra, so errors read as Hydra words them."""
 
+import contextlib
 import copy
+import functools
 import json
 import os
 import pickle
@@ -55,7 +57,6 @@ def group_choices(cfg: DictConfig) -> dict[str, str]:
 def check_planned(cfg: DictConfig, plain: dict[str, Any]) -> None:
     """Refuse to run a config that differs from the plain one the driver planned (and keyed and will
     record) the run with: the composition cache must never make a run compute something else."""
-    HydraConfig.instance().cfg = cfg
     ours = task_config(cfg)
     if json.dumps(ours, sort_keys=True, default=str) != json.dumps(plain, sort_keys=True, default=str):
         keys = sorted(k for k in {*ours, *plain} if json.dumps(ours.get(k), sort_keys=True, default=str)
@@ -70,12 +71,6 @@ def job_error(ret: JobReturn) -> BaseException:
 
 
 singleton_state, set_singleton_state = Singleton.get_state, Singleton.set_state
-
-
-def pickled(cfg: DictConfig) -> bytes:
-    """A config as bytes that unpickle to a deep copy: what ``copy.deepcopy`` gives, in about 60 % of its time
-    (measured), half of it spent once when the bytes are kept (``_Shape.blob``)."""
-    return pickle.dumps(cfg, protocol=pickle.HIGHEST_PROTOCOL)
 
 
 def finish(cfg: DictConfig, idx: int, sweep_dir: str) -> DictConfig:
@@ -108,40 +103,30 @@ def without_callback(callbacks: Any, kind: type) -> Any:
     return kept
 
 
-class _Config:
-    """``cfg`` (slot 0) or ``hydra_cfg`` (slot 1) of a :class:`RunReturn`: made on first read (assigning one
-    replaces it)."""
-
-    def __init__(self, slot: int) -> None:
-        self.slot = slot
-
-    def __get__(self, ret: "RunReturn | None", owner: type | None = None) -> Any:
-        if ret is None:
-            return self
-        config = ret._compose()
-        if self.slot == 0:
-            cfg = OmegaConf.masked_copy(config, [str(k) for k in config if k != "hydra"])
-            OmegaConf.set_struct(cfg, OmegaConf.is_struct(config))
-        else:
-            cfg = OmegaConf.masked_copy(config, "hydra")
-            cfg.hydra._set_parent(config)
-            OmegaConf.set_readonly(cfg.hydra, True)
-        ret.__dict__["cfg" if self.slot == 0 else "hydra_cfg"] = cfg
-        return cfg
-
-
 class RunReturn(JobReturn):
     """A JobReturn whose ``cfg`` (the task's config) and ``hydra_cfg`` (``{"hydra": …}``) are made from the
-    run's composed config on first access: a sweeper seldom reads them (copying two configs per run cost
-    the driver milliseconds each)."""
-
-    cfg = _Config(0)  # type: ignore[assignment]
-    hydra_cfg = _Config(1)  # type: ignore[assignment]
+    run's composed config on first access (assigning one replaces it): a sweeper seldom reads them (copying
+    two configs per run cost the driver milliseconds each)."""
 
     def __init__(self, compose: Any, value: Any, overrides: list[str], working_dir: str | None,
                  task_name: str | None, status: Any) -> None:  # JobReturn's own __init__ would set cfg to None
         self._compose, self.overrides, self.working_dir, self.task_name = compose, overrides, working_dir, task_name
         self.status, self._return_value = status, value
+
+    @functools.cached_property
+    def cfg(self) -> DictConfig:  # type: ignore[override]
+        config = self._compose()
+        cfg = OmegaConf.masked_copy(config, [str(k) for k in config if k != "hydra"])
+        OmegaConf.set_struct(cfg, OmegaConf.is_struct(config))
+        return cfg
+
+    @functools.cached_property
+    def hydra_cfg(self) -> DictConfig:  # type: ignore[override]
+        config = self._compose()
+        cfg = OmegaConf.masked_copy(config, "hydra")
+        cfg.hydra._set_parent(config)
+        OmegaConf.set_readonly(cfg.hydra, True)
+        return cfg
 
 
 def _template(base: DictConfig) -> bytes | None:
@@ -185,8 +170,8 @@ def _plain_node(base: DictConfig, key: str) -> bool:
 @dataclass
 class _Shape:
     """One set of group choices: Hydra's composition (read it, do not change it) and its pickle (each run's copy
-    is one unpickling: :func:`pickled`), its resolved template (``None``: not describable), group choices and
-    plain leaves (by key)."""
+    is one unpickling: a deep copy in about 60 % of ``copy.deepcopy``'s time, measured, half of it the pickling
+    done once here), its resolved template (``None``: not describable), group choices and plain leaves (by key)."""
 
     base: DictConfig
     blob: bytes
@@ -262,15 +247,9 @@ class Composer:
     def describe(self, overrides: list[str]) -> Described | None:
         """The run as plain data, without composing it; ``None`` when it must be composed."""
         split = self._split(overrides)
-        if split is None:
+        if split is None or split[3].template is None:
             return None
-        parsed, shape, values = split
-        try:
-            known = self._shapes.get(shape) or self.shape(shape)  # a known shape: one lookup
-        except Exception:  # Hydra's full compose raises the error, in Hydra's words
-            return None
-        if known.template is None:
-            return None
+        parsed, shape, values, known = split
         task = pickle.loads(known.template)
         for i in values:
             key, value = parsed[i].key_or_group, parsed[i].value()
@@ -291,14 +270,15 @@ class Composer:
         if shape in self._shapes:
             return self._shapes[shape]
         base = self.loader.load_sweep_config(self.master, list(shape))
-        known = _Shape(base, pickled(base), _template(base), group_choices(base))
+        blob = pickle.dumps(base, protocol=pickle.HIGHEST_PROTOCOL)
+        known = _Shape(base, blob, _template(base), group_choices(base))
         if len(self._shapes) < self.max_bases:
             self._shapes[shape] = known
         return known
 
-    def _split(self, overrides: list[str]) -> tuple[list[Override], tuple[str, ...], tuple[int, ...]] | None:
-        """All parsed overrides, the shape (the group ones) and the positions of the value ones; ``None``:
-        needs the full compose."""
+    def _split(self, overrides: list[str]) -> tuple[list[Override], tuple[str, ...], tuple[int, ...], _Shape] | None:
+        """All parsed overrides, the shape (the group ones), the positions of the value ones and the shape's
+        cache entry; ``None``: needs the full compose."""
         if self._repository is None or self._searchpath:
             return None
         parsed = [parse_override(text) for text in overrides]
@@ -315,19 +295,19 @@ class Composer:
                 groups.append(str(o.input_line))
             else:
                 return None
-        return parsed, tuple(groups), tuple(values)
+        shape = tuple(groups)
+        try:
+            return parsed, shape, tuple(values), self._shapes.get(shape) or self.shape(shape)  # known: one lookup
+        except Exception:  # Hydra's full compose raises the error, in Hydra's words
+            return None
 
     def load_sweep_config(self, master_config: DictConfig, sweep_overrides: list[str]) -> DictConfig:
         """A run of the sweep as Hydra composes it (Hydra's basic sweeper composes each job to check it), from its
         shape's cached composition when it can; any other master config by Hydra's loader."""
         split = self._split(list(sweep_overrides)) if master_config is self.master else None
         if split is not None:
-            _, shape, values = split
-            try:
-                known = self._shapes.get(shape) or self.shape(shape)
-                return Recipe(shape, tuple(sweep_overrides), values).compose(known.blob, self.master)
-            except Exception:  # Hydra's full compose raises the error, in Hydra's words
-                pass
+            with contextlib.suppress(Exception):  # Hydra's full compose raises the error, in Hydra's words
+                return Recipe(split[1], tuple(sweep_overrides), split[2]).compose(split[3].blob, self.master)
         return self.loader.load_sweep_config(master_config, list(sweep_overrides))
 
     def __getattr__(self, name: str) -> Any:
