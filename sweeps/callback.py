@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import socket
 import sys
-import time
 from typing import Any
 
 from hydra.core.utils import JobReturn
@@ -76,7 +75,6 @@ class SchedlabCallback(Callback):
     def __init__(self) -> None:
         self.planner: Planner | None = None  # a single run's
         self.run: Run | None = None
-        self.started = (0.0, 0.0)
 
     def on_multirun_start(self, config: DictConfig, **kwargs: Any) -> None:
         check_launcher(config)
@@ -107,15 +105,14 @@ class SchedlabCallback(Callback):
             print(f"{run.label}: already recorded, {reason}; not recorded again (sweep.force=true records a new run)")
             self.on_run_end(config)
             raise SystemExit(0)
-        self.run, self.started = run, (time.time(), time.perf_counter())
+        self.run = run
 
     def on_job_end(self, config: DictConfig, job_return: JobReturn, **kwargs: Any) -> None:
         """A single run ended: record it (a failure is one line, not Hydra's traceback)."""
         if self.planner is None or self.run is None:
             return
         planner, run = self.planner, self.run
-        report = RunReport.of(job_return, self.started[0], time.time(), time.perf_counter() - self.started[1],
-                              socket.gethostname())
+        report = RunReport.of(job_return, socket.gethostname())
         planner.ended(run, report)
         if report.outcome is not None:
             print(f"{run.label}: " + ", ".join(f"{k}={v:.6g}" for k, v in report.outcome.summary.items()))

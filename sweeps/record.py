@@ -189,20 +189,14 @@ def claim_order(run: Any) -> tuple[int, str]:
 
 def skip_rule(found: list[Any], tags: dict[str, str], sweep: dict[str, Any], beats: Callable[[], dict[str, str]],
               now: float, claim: Claim | None = None) -> tuple[RunResult | Claim | None, list[str], bool]:
-    """Whether a run is run here: the one rule, applied when a sweep plans (``claim`` None) and again once it
-    has claimed the run (``claim``: its new claim, left out of ``found``, the store's runs of the run's key;
-    ``tags``: the run's identity tags; ``beats``: the experiment's heartbeat tags, read only when needed).
-
-    1. with a claim, a run this same sweep claimed before (and not KILLED) is an earlier attempt of this run,
-       a Ray retry: that claim is returned, to be taken over;
-    2. a FINISHED run that stands for it (with ``sweep.reuse=same`` one of its code and inputs, with ``any``
-       any; none with ``sweep.force=true``): not run, its :class:`RunResult`;
-    3. a live claim of another sweep (with a claim: one that decided to run, or one made before it,
-       :func:`claim_order`): not run here.
-
-    Otherwise ``None``: run it. The second value lists the RUNNING claims of dead sweeps, to mark KILLED; the
-    third whether a later live claim is still deciding (then look again before deciding).
-    """
+    """Whether a run is run here: the one rule, when a sweep plans (``claim`` None) and again once it has claimed
+    the run (``claim``: its new claim, left out of ``found``, the store's runs of its key; ``tags``: its identity
+    tags; ``beats``: the experiment's heartbeat tags, read only when needed). In order: with a claim, one this
+    sweep made before (not KILLED: a Ray retry) is returned, to be taken over; a FINISHED run that stands for it
+    (``sweep.reuse=same``: one of its code and inputs; ``any``: any; ``sweep.force=true``: none) gives its
+    :class:`RunResult`; a live claim of another sweep (with a claim: one that decided to run, or one made before
+    it, :func:`claim_order`) means not here. Otherwise ``None``: run it. Also returned: the RUNNING claims of
+    dead sweeps, to mark KILLED, and whether a later live claim is still deciding (then look again)."""
     me = tags[f"{TAG}sweep_id"]
     if claim is not None:
         mine = [r for r in found if r.data.tags.get(CLAIM_TAGS[0]) == me and r.info.status != "KILLED"]
@@ -351,20 +345,17 @@ class RunReport:
     traceback: str | None = None
     node_id: str = ""
     node_ip: str = ""
-    seconds: float = 0.0
-    start_time: float = 0.0  # epoch seconds
-    end_time: float = 0.0
+    end_time: float = 0.0  # epoch seconds
     working_dir: str | None = None
     task_name: str | None = None
     recorded: str | None = None
     record_error: str | None = None
 
     @classmethod
-    def of(cls, ret: JobReturn, start: float, end: float, seconds: float, node_id: str, node_ip: str = ""
-           ) -> RunReport:
-        """The report of a job Hydra's ``run_job`` ran (a failure: its one-line error and its traceback)."""
-        report = cls("FINISHED", None, node_id=node_id, node_ip=node_ip, seconds=seconds, start_time=start,
-                     end_time=end, working_dir=ret.working_dir, task_name=ret.task_name)
+    def of(cls, ret: JobReturn, node_id: str, node_ip: str = "") -> RunReport:
+        """The report of a job Hydra's ``run_job`` ran, now (a failure: its one-line error and its traceback)."""
+        report = cls("FINISHED", None, node_id=node_id, node_ip=node_ip, end_time=time.time(),
+                     working_dir=ret.working_dir, task_name=ret.task_name)
         if ret.status == JobStatus.COMPLETED:
             report.value = ret.return_value
         else:
@@ -374,8 +365,7 @@ class RunReport:
     @classmethod
     def crashed(cls, exc: BaseException, node_id: str = "", node_ip: str = "") -> RunReport:
         """The report of a run that failed outside its task function, now (it never started)."""
-        now = time.time()
-        report = cls("FINISHED", node_id=node_id, node_ip=node_ip, start_time=now, end_time=now)
+        report = cls("FINISHED", node_id=node_id, node_ip=node_ip, end_time=time.time())
         report.fail(exc)
         return report
 

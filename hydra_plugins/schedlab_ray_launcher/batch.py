@@ -1,12 +1,7 @@
-"""What a launch does, whichever sweeper asked for it: plan the batch it is given, run what is left, and give
-back a JobReturn for every job in order.
-
-:meth:`Sweep.launch` describes (or composes) each job through the sweep's composition cache, has the sweep's
-:class:`sweeps.planner.Planner` validate, key and decide them (one store lookup), hands the runs left to an
-executor (Ray's or this process's) that runs each through :func:`execute` — claim, Hydra's ``run_job``,
-record — and returns the JobReturns: a run not run here returns its recorded :class:`sweeps.record.RunResult`
-without running. Without a planner (an app without schedlab's callback) every job runs and returns what its
-task function returned.
+"""What a launch does, whichever sweeper asked for it (:meth:`Sweep.launch`): plan the batch it is given, run
+what is left (each through :func:`execute`, on Ray or in this process) and give back a JobReturn for every job
+in order — a run not run here returns its recorded :class:`sweeps.record.RunResult`. Without a planner (an app
+without schedlab's callback) every job runs and returns what its task function returned.
 
 No ``from __future__ import annotations`` here: Hydra's plugin scan executes this module outside
 ``sys.modules``, where dataclasses cannot resolve string annotations.
@@ -130,13 +125,12 @@ def execute(record: RunRecord, base: Callable[[], bytes], master: DictConfig, sw
         return RunReport.crashed(error, node_id, node_ip)
     if instead is not None:
         return RunReport("SKIPPED", instead)
-    start, tic = time.time(), time.perf_counter()
     try:
         with wall_clock_limit(limit) if limit is not None else contextlib.nullcontext():
             ret = run_job(hydra_context=HydraContext(config_loader=None, callbacks=callbacks),
                           task_function=task_function, config=config, job_dir_key="hydra.sweep.dir",
                           job_subdir_key="hydra.sweep.subdir")
-        report = RunReport.of(ret, start, time.time(), time.perf_counter() - tic, node_id, node_ip)
+        report = RunReport.of(ret, node_id, node_ip)
     except RunTimeoutError as error:  # the limit struck outside the task function (in run_job's own steps)
         report = RunReport.crashed(error, node_id, node_ip)
     record.finish(report)
