@@ -9,14 +9,9 @@ what it leaves to do; the callback hands it a single run.
 A run is skipped when a FINISHED run has the same identity: its ``run_key`` (the semantic config and
 the policy's label; without the seed when the workload is not stochastic, so a seed sweep of a replay
 runs once per cell) and, with ``sweep.reuse=same`` (the default), the same ``schedlab.code`` and
-``schedlab.inputs`` (:mod:`sweeps.identity`). ``sweep.reuse=any`` matches on the run key alone.
-
-A policy's label (run name, end-of-sweep table, the MLflow param ``policy``) is its config choice
-(``policy=easy``, ``policy=mine``); a ``policy._target_=…`` override is labelled by its class.
-
-A run to do is claimed as it starts (:mod:`sweeps.record`): its MLflow run is created RUNNING and its
-record written into it, so sweeps sharing a store run each key once. Planning and claiming apply one rule
-(:func:`sweeps.record.skip_rule`).
+``schedlab.inputs`` (:mod:`sweeps.identity`). ``sweep.reuse=any`` matches on the run key alone. A run to do is
+claimed as it starts (:mod:`sweeps.record`), so sweeps sharing a store run each key once; planning and claiming
+apply one rule (:func:`sweeps.record.skip_rule`).
 """
 
 from __future__ import annotations
@@ -44,7 +39,7 @@ from omegaconf import DictConfig, OmegaConf
 from sim.core import InputError
 from sweeps import task
 from sweeps._hydra import group_choices, task_config
-from sweeps.identity import REUSE, CodeHasher, Fingerprint, InputHasher, changed_files, own_modules, places
+from sweeps.identity import REUSE, CodeHasher, Fingerprint, InputHasher, changed_files, places
 from sweeps.record import (
     CLAIM_TAGS,
     DEAD_AFTER_SECONDS,
@@ -156,10 +151,10 @@ def schedlab_version() -> str:
 _OPEN: dict[int, Planner] = {}  # id of a sweep's config → its planner (schedlab's callback opens it)
 
 
-def open_sweep(config: DictConfig, summary: bool = True) -> Planner:
+def open_sweep(config: DictConfig) -> Planner:
     """The planner of the sweep of ``config`` starting in this process; it finishes at :meth:`Planner.finish`
     or, if the sweep raises first, when the process exits."""
-    planner = Planner(summary)
+    planner = Planner()
     planner.sweep_config = config  # held: its id stays this sweep's while the planner is open
     _OPEN[id(config)] = planner
     planner.closers.append(lambda: _OPEN.pop(id(config), None))
@@ -192,9 +187,11 @@ class Planner:
         self.code_of, self.inputs_of = cache(self.code_hasher.code), cache(InputHasher().inputs)
         #: (policy label, policy config, metrics) of every run finished now or before, for the summary table
         self.results: list[tuple[str, dict[str, Any], dict[str, float]]] = []
-        self.existing: dict[tuple[str, str], dict[str, list[Any]]] = {}  # (store, experiment) → runs by key
+        #: (store, experiment) → its runs by key: one search per sweep (each batch searching again made a long
+        #: sweep quadratic in N)
+        self.existing: dict[tuple[str, str], dict[str, list[Any]]] = {}
         self.locations: dict[tuple[str, str, str | None], StoreLocation] = {}
-        self.claimant: dict[str, str] = {}  # this sweep's claim tags
+        self.claimant = Claimant.this(self.sweep_id).tags()  # this sweep's claim tags
         self.killed: set[str] = set()  # RUNNING claims of dead sweeps marked KILLED
         self.reran: Counter[str] = Counter()
         self.elsewhere: Counter[str] = Counter()  # sweep id → runs skipped because it is running them
@@ -213,7 +210,7 @@ class Planner:
         if not runs:
             raise InvalidSweepError("the sweep has no runs (an empty value list, e.g. seed='range(0,0)'); "
                                     "nothing was run")
-        self.configure(config)
+        self.swept, self.adhoc = swept_keys(config), adhoc(config)  # the sweep's own config, its hydra node too
         errors: dict[str, list[Run]] = {}
         for run in runs:
             try:
@@ -226,11 +223,6 @@ class Planner:
             lines = [f"{message}\n    ({_which(bad, len(runs))})" for message, bad in errors.items()]
             raise InvalidSweepError("invalid configuration, nothing was run:\n  " + "\n  ".join(lines))
         self.decide(runs)
-
-    def configure(self, config: DictConfig) -> None:
-        """Read the sweep's own config (with its ``hydra`` node): swept factors and experiment."""
-        self.swept = swept_keys(config)
-        self.adhoc = adhoc(config)
 
     def check(self, run: Run) -> None:
         """Validate one run (raises :class:`InputError`): its parts, options and labels."""
@@ -305,7 +297,10 @@ class Planner:
         existing: dict[str, list[Any]] = {}
         if tracking.get("uri"):
             self.store = open_store(str(tracking["uri"]), self.experiment_name, tracking.get("artifact_root"))
-            existing = self.recorded_before(self.store)
+            where = (self.store.uri, self.store.experiment_id)
+            if where not in self.existing:
+                self.existing[where] = self.store.runs_by_key()
+            existing = self.existing[where]
         beats = cache(self.store.sweeps) if self.store is not None else dict
         now = time.time()
         for run in runs:
@@ -350,14 +345,6 @@ class Planner:
         elif result.same_as is None:
             self.results.append((run.policy, run.plain.get("policy") or {}, dict(result.metrics)))
 
-    def recorded_before(self, store: MlflowStore) -> dict[str, list[Any]]:
-        """The store's runs by run key as the sweep found them: one search per store and experiment per sweep
-        (each batch searching again made a long sweep quadratic in N)."""
-        where = (store.uri, store.experiment_id)
-        if where not in self.existing:
-            self.existing[where] = store.runs_by_key()
-        return self.existing[where]
-
     def changes(self, recorded: Any, run: Run) -> list[str]:
         """What differs between a recorded run and ``run`` besides the config ([] if nothing)."""
         tags = recorded.data.tags
@@ -377,9 +364,8 @@ class Planner:
         """The researcher's own code the planned runs' ``_target_`` s run (their packages and the modules of theirs
         those import), for Ray to ship to a cluster's nodes (``py_modules``: a package folder or a single module
         file each)."""
-        own = self.code_hasher.own  # the modules each target's fingerprint was made of, walked once
-        found = {place for target in {t for run in self.runs.values() for t in run.targets.values()}
-                 for place in places(own[target] if target in own else own_modules(target))}
+        # every planned run's targets were fingerprinted: the modules each fingerprint was made of, walked once
+        found = {place for modules in self.code_hasher.own.values() for place in places(modules)}
         return {"py_modules": sorted(str(place) for place in found)} if found else {}
 
     # -- claiming and recording --------------------------------------------------------------------
@@ -403,7 +389,6 @@ class Planner:
             where = (self.store.uri, self.experiment_name, self.store.artifact_root)
             if where not in self.locations:  # one per store and sweep: it stats the SQLite file
                 self.locations[where] = StoreLocation.of(*where)
-            self.claimant = self.claimant or Claimant.this(self.sweep_id).tags()
             name = run_name(run.policy, run.plain, run.overrides, self.swept, seed=run.parts.workload.stochastic)
             run.record = RunRecord(self.locations[where], None, run.plain, run.tags,
                                    {"policy": run.policy, **run.flat}, self.claimant, name)
@@ -431,11 +416,9 @@ class Planner:
             return
         run_id = report.recorded
         if run_id is None and self.store is not None:
-            record = self.recorder(run)
-            assert record is not None
-            if self.claim(run, here=True) is not None:
+            if self.claim(run, here=True) is not None:  # which makes its record
                 return  # another sweep has it
-            run_id = report.recorded = record.write(report, self.store)
+            run_id = report.recorded = run.record.write(report, self.store)  # type: ignore[union-attr]
         outcome = report.outcome
         if outcome is None:
             return
@@ -480,8 +463,11 @@ class Planner:
             self.close()
         if self.summary and self.results:
             print(format_policy_table(self.results, self.objective))
-        for line in self.notes() + self.where():
+        for line in self.notes():
             print(line)
+        if self.store is not None:  # where the runs are, and the link to their table in the MLflow UI
+            print(f"MLflow: experiment {self.experiment_name!r} in {self.store.uri} (sweep {self.sweep_id}); "
+                  f"its runs: {browse(self.store.uri, self.store.experiment_id)}")
         sys.stdout.flush()
 
     def close(self) -> None:
@@ -519,17 +505,11 @@ class Planner:
                          f"choose one with experiment=NAME or experiment_name=NAME")
         return lines
 
-    def where(self) -> list[str]:
-        """Where the sweep's runs are and the link to their table in the MLflow UI (nothing untracked)."""
-        if self.store is None:
-            return []
-        return [f"MLflow: experiment {self.experiment_name!r} in {self.store.uri} (sweep {self.sweep_id}); "
-                f"its runs: {browse(self.store.uri, self.store.experiment_id)}"]
-
 
 def policy_label(cfg: dict[str, Any], choice: str, overrides: Sequence[str] = ()) -> str:
-    """A run's policy label: its ``policy=`` config choice, or the class's name when the command line
-    replaced the choice's ``_target_`` (the choice's name would then claim a policy that did not run).
+    """A run's policy label (its run name's head, its row of the end-of-sweep table, the MLflow param ``policy``):
+    its ``policy=`` config choice, or the class's name when the command line replaced the choice's ``_target_``
+    (the choice's name would then claim a policy that did not run).
 
     >>> policy_label({"policy": {"_target_": "sim.policies.backfill.SeedBackfill"}}, "easy")
     'easy'
