@@ -24,44 +24,26 @@ from sweeps.record import RunReport, one_line
 log = logging.getLogger(__name__)
 
 
-def preflight(options: dict[str, Any]) -> str | None:
-    """Check the launcher options; the reachable ``HOST:PORT`` of the cluster to join, ``None`` for a
-    local instance (or a Ray this process already runs)."""
-    _checks.check_options(options, _checks.usable_cpus().count)
-    address = str(options.get("address") or "local")
-    if ray.is_initialized() or address == "local":
-        return None
-    resolved = _checks.resolve_address(address)
-    _checks.probe(resolved)
-    return resolved
-
-
 def connect(options: dict[str, Any], address: str | None, runtime_env: dict[str, Any]) -> bool:
     """Start a local Ray (``address`` None) or join ``address``, saying which (it takes seconds); True when
-    we started or joined it (and must shut it down). Joining a cluster, ``runtime_env`` (code its nodes may
-    lack) is merged into the launcher's ``init.runtime_env``; a local instance's workers inherit this
+    we started or joined it (and must shut it down). Joining a cluster, ``runtime_env``'s ``py_modules`` (code
+    its nodes may lack) join the launcher's ``init.runtime_env``; a local instance's workers inherit this
     process's environment."""
     if ray.is_initialized():
         return False
     init = options.get("init") or {}
     extra = dict(OmegaConf.to_container(init, resolve=True) if isinstance(init, DictConfig) else init)
     if address is not None and runtime_env:
-        merged = dict(extra.get("runtime_env") or {})
-        for key, value in runtime_env.items():
-            merged[key] = [*merged.get(key, []), *value] if isinstance(value, list) else value
-        extra["runtime_env"] = merged
+        env = dict(extra.get("runtime_env") or {})
+        extra["runtime_env"] = {**env, "py_modules": [*env.get("py_modules", []), *runtime_env["py_modules"]]}
     extra.setdefault("log_to_driver", True)
     extra.setdefault("logging_level", logging.WARNING)
     if address is None:
         local = dict(options.get("local") or {})
         num_cpus = local.pop("num_cpus", None)
-        if num_cpus:
-            size = f"{num_cpus} CPU{'s' if num_cpus != 1 else ''}"
-        else:
-            usable = _checks.usable_cpus()
-            num_cpus, size = usable.count, str(usable)
-        print(f"starting a local Ray instance ({size})…", flush=True)
-        context = _init("could not start a local Ray instance", address="local", num_cpus=num_cpus,
+        cpus = _checks.UsableCpus(num_cpus) if num_cpus else _checks.usable_cpus()
+        print(f"starting a local Ray instance ({cpus})…", flush=True)
+        context = _init("could not start a local Ray instance", address="local", num_cpus=cpus.count,
                         **{k: v for k, v in local.items() if v is not None}, **extra)
         global _REAPER
         _REAPER = Reaper(context.address_info["session_dir"])  # the instance ends with this process, even killed
@@ -77,15 +59,6 @@ def connect(options: dict[str, Any], address: str | None, runtime_env: dict[str,
 
 
 _REAPER: Reaper | None = None  # of the local instance this process started
-
-
-def shutdown() -> None:
-    """``ray.shutdown()``, telling the local instance's reaper that its end is no failure."""
-    if _REAPER is not None:
-        _REAPER.released()
-    ray.shutdown()
-
-
 _STARTING = False  # ray.init is starting a local instance: the processes it forks leave the driver's session
 
 
@@ -95,9 +68,7 @@ def _own_session() -> None:
             os.setsid()
 
 
-@functools.cache
-def _register_own_session() -> None:
-    os.register_at_fork(after_in_child=_own_session)  # Ray's Popen has a preexec_fn, so forks run it
+os.register_at_fork(after_in_child=_own_session)  # Ray's Popen has a preexec_fn, so forks run it
 
 
 def _init(what: str, **kwargs: Any) -> Any:
@@ -108,7 +79,6 @@ def _init(what: str, **kwargs: Any) -> Any:
     alone, which ends the sweep as for Ctrl-C and shuts Ray down itself."""
     global _STARTING
     before = signal.getsignal(signal.SIGTERM)
-    _register_own_session()
     _STARTING = kwargs.get("address") == "local"
     try:
         return ray.init(**kwargs)
@@ -127,15 +97,16 @@ class RayExecutor:
 
     def __init__(self, options: dict[str, Any]) -> None:
         self.options, self.started = options, False
+        self.local = str(options.get("address") or "local") == "local"  # its workers see the driver's store
         self.address: str | None = None  # the cluster preflight found (None: a local instance)
 
-    @property
-    def local(self) -> bool:
-        """A local instance: its workers see the driver's store (they claim their runs)."""
-        return str(self.options.get("address") or "local") == "local"
-
     def preflight(self) -> None:
-        self.address = preflight(self.options)
+        """Check the launcher options and find the reachable ``HOST:PORT`` of the cluster to join (``None``: a
+        local instance, or a Ray this process already runs)."""
+        _checks.check_options(self.options, _checks.usable_cpus().count)
+        if not ray.is_initialized() and not self.local:
+            self.address = _checks.resolve_address(str(self.options["address"]))
+            _checks.probe(self.address)
 
     def run(self, sweep: Any, batch: Batch, runtime_env: dict[str, Any]) -> None:
         tic = time.perf_counter()
@@ -150,10 +121,13 @@ class RayExecutor:
             batch.timings["runs"] = time.perf_counter() - tic
 
     def close(self) -> None:
-        """End the Ray session this launcher started or joined (none: nothing to do)."""
+        """End the Ray session this launcher started or joined (none: nothing to do), telling the local instance's
+        reaper that its end is no failure."""
         if self.started:
             self.started = False
-            shutdown()
+            if _REAPER is not None:
+                _REAPER.released()
+            ray.shutdown()
 
 
 def gather(options: dict[str, Any], sweep: Any, batch: Batch) -> None:
