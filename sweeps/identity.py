@@ -42,10 +42,10 @@ MAX_MANIFEST_CHARS = 5000
 REUSE = ("same", "any")
 
 
-def sha256_file(path: Path, chunk: int = 1 << 20) -> str:
+def sha256_file(path: Path) -> str:
     digest = hashlib.sha256()
     with path.open("rb") as handle:
-        while block := handle.read(chunk):
+        while block := handle.read(1 << 20):
             digest.update(block)
     return digest.hexdigest()
 
@@ -53,11 +53,6 @@ def sha256_file(path: Path, chunk: int = 1 << 20) -> str:
 def _digest(files: Mapping[str, str]) -> str:
     text = json.dumps(dict(sorted(files.items())), separators=(",", ":"))
     return hashlib.sha256(text.encode()).hexdigest()[:20]
-
-
-def _manifest(files: Mapping[str, str]) -> str | None:
-    text = json.dumps({k: v[:16] for k, v in sorted(files.items())}, separators=(",", ":"))
-    return text if len(text) <= MAX_MANIFEST_CHARS else None
 
 
 def changed_files(recorded_manifest: str | None, now: Mapping[str, str]) -> list[str]:
@@ -90,7 +85,8 @@ class Fingerprint:
     @cached_property
     def manifest(self) -> str | None:
         """``{name: sha256[:16]}`` as JSON, or ``None`` when it is too long for a tag."""
-        return _manifest(self.files)
+        text = json.dumps({k: v[:16] for k, v in sorted(self.files.items())}, separators=(",", ":"))
+        return text if len(text) <= MAX_MANIFEST_CHARS else None
 
 
 def source_digest(path: Path) -> str:
@@ -130,12 +126,8 @@ def schedlab_sources() -> dict[str, str]:
     return files
 
 
-def code_fingerprint(root: Path = SIM_ROOT) -> str:
-    """sha256 (20 hex digits) of every ``*.py`` under ``root`` by relative path and meaning.
-
-    >>> code_fingerprint() == code_fingerprint(SIM_ROOT)
-    True
-    """
+def code_fingerprint(root: Path) -> str:
+    """sha256 (20 hex digits) of every ``*.py`` under ``root`` by relative path and meaning."""
     return _digest(tree_sources(root, "."))
 
 
@@ -145,11 +137,9 @@ _INSTALLED = tuple({Path(p).resolve() for key in ("stdlib", "platstdlib", "purel
 
 @cache
 def own_package(target: str) -> tuple[str, Path] | None:
-    """The researcher's own code a ``_target_`` (``pkg.mod.Name`` or ``pkg.mod:Name``) lives in: the
-    top-level package's name and folder, or a single module's name and file; ``None`` for schedlab's
-    own modules, the standard library and installed packages (their versions pin them).
-
-    The module is imported (the driver validates every target before running anything)."""
+    """The researcher's own code a ``_target_`` (``pkg.mod.Name`` or ``pkg.mod:Name``) lives in, imported (the
+    driver validates every target before anything runs): the top-level package's name and folder, or a single
+    module's name and file; ``None`` when that is not theirs (:func:`_theirs`)."""
     module = _module_of(target)
     if module is None:
         return None

@@ -118,8 +118,15 @@ def _check_sqlite(uri: str, path: Path) -> None:
               f"locked' or corrupt it; on a cluster use a tracking server (tracking=server "
               f"tracking.uri=http://HOST:5000, `mlflow server` on the head node), or a store on a local disk",
               flush=True)
-    if not path.exists():
-        _probe_create(path.parent, uri)
+    if not path.exists():  # a file is created and removed there: a folder that looks writable but is not a real
+        # file system (/proc, /sys) makes MLflow retry for minutes
+        probe = path.parent / f".schedlab-probe-{os.getpid()}"
+        try:
+            probe.write_bytes(b"")
+            probe.unlink()
+        except OSError as error:
+            raise StoreUnusableError(f"cannot record to {uri}: cannot create a file in {path.parent} "
+                                     f"({error.strerror}); {ELSEWHERE}; nothing was run") from None
         return
     try:
         db = sqlite3.connect(f"file:{path}?mode=rw", uri=True, timeout=PROBE_SECONDS)
@@ -151,18 +158,6 @@ def network_filesystem(folder: Path) -> str | None:
         if (target == point or target.startswith(point.rstrip("/") + "/")) and len(point) >= len(best[0]):
             best = (point, rest.split()[0])
     return f"{best[1]} at {best[0]}" if best[1] in NETWORK_FS else None
-
-
-def _probe_create(folder: Path, uri: str) -> None:
-    """Create and remove a file where the store will be: a folder that looks writable but is not a real
-    file system (``/proc``, ``/sys``) makes MLflow retry for minutes."""
-    probe = folder / f".schedlab-probe-{os.getpid()}"
-    try:
-        probe.write_bytes(b"")
-        probe.unlink()
-    except OSError as error:
-        raise StoreUnusableError(f"cannot record to {uri}: cannot create a file in {folder} ({error.strerror}); "
-                                 f"{ELSEWHERE}; nothing was run") from None
 
 
 def _check_folder(folder: Path, what: str, create: bool = True) -> None:

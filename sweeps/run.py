@@ -50,13 +50,9 @@ class OneLineErrors:
         return getattr(self.stream, name)
 
 
-def interrupt(signum: int, frame: Any) -> None:
-    raise KeyboardInterrupt
-
-
 if __name__ == "__main__":
     atexit.register(gc.freeze)  # the exit skips collecting MLflow's and Ray's objects (~1 s: the last handler)
-    signal.signal(signal.SIGTERM, interrupt)
+    signal.signal(signal.SIGTERM, signal.default_int_handler)  # raises KeyboardInterrupt
     sys.stderr = OneLineErrors(sys.stderr)
     try:
         main()

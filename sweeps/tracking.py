@@ -32,7 +32,6 @@ os.environ.setdefault("MLFLOW_DISABLE_TELEMETRY", "true")
 TAG = "schedlab."
 MAX_PARAM_CHARS = 6000
 T = TypeVar("T")
-REMOTE_SCHEMES = ("http", "https")
 CODE_TAG, CODE_FILES_TAG = f"{TAG}code", f"{TAG}code_files"
 INPUTS_TAG, INPUT_FILES_TAG = f"{TAG}inputs", f"{TAG}input_files"
 SUPERSEDED_TAG = f"{TAG}superseded_by"  # on a FINISHED run a later record of its key replaces: that run's id
@@ -58,7 +57,7 @@ class StoreURI:
 
     @property
     def remote(self) -> bool:
-        return urlparse(self.uri).scheme in REMOTE_SCHEMES
+        return urlparse(self.uri).scheme in ("http", "https")
 
     @property
     def sqlite_file(self) -> Path | None:
