@@ -108,12 +108,12 @@ def test_each_kind_of_result_is_filed_as_what_it_is() -> None:
                completed(RunResult({"wait/mean": 5.0, "jobs": 9.0}, "finished in MLflow run r1", "r1")),
                completed(RunResult({"wait/mean": 4.0}, run_id="r2")), failed,
                completed(RunResult(reason="running in another sweep: s", elsewhere="s"))]
-    sweep._take({"c": cell}, [Job("c", seed) for seed in range(5)], results, first=0)
+    sweep._take({"c": cell}, [Job("c", seed) for seed in range(5)], results)
     assert cell.results == {0: {"wait/mean": 3.0}, 1: {"wait/mean": 5.0}, 2: {"wait/mean": 4.0}}
     assert cell.failed == {3} and cell.elsewhere == {4} and cell.tried == 5 and not cell.deterministic
     once = [completed(RunResult({"wait/mean": 7.0}, run_id="r3", stochastic=False)),
             completed(RunResult({"wait/mean": 7.0}, "same run as #0", "r3", same_as=0, stochastic=False))]
-    sweep._take({"c": replay}, [Job("c", seed) for seed in range(2)], once, first=0)
+    sweep._take({"c": replay}, [Job("c", seed) for seed in range(2)], once)
     assert replay.deterministic and replay.results == {0: {"wait/mean": 7.0}}
     assert pr.judge(replay, sweep.rule).status == pr.DETERMINISTIC
 

@@ -63,7 +63,6 @@ class PrecisionSweep:
         self.seed_key = seed_key
         self.params = dict(params or {})
         self.sweeper: Any = None
-        self.by_index: dict[int, dict[str, float] | None] = {}  # job index → its target metrics (None: failed)
 
     def setup(self, sweeper: Any, *, hydra_context: HydraContext, task_function: TaskFunction,
               config: DictConfig) -> None:
@@ -93,7 +92,7 @@ class PrecisionSweep:
             batch = [[*cells[job.cell], f"{self.seed_key}={job.seed}"] for job in jobs]
             results = self.sweeper.launcher.launch(batch, initial_job_idx=index)
             returns.append(results)
-            self._take(state, jobs, results, index)
+            self._take(state, jobs, results)
             index += len(batch)
         stats.save(sweep_dir / "precision.json", verdicts, self.rule)
         print(stats.table(verdicts, self.rule.confidence), flush=True)
@@ -150,34 +149,29 @@ class PrecisionSweep:
             pairs[cell] = None if partner == cell else partner
         return pairs
 
-    def _take(self, state: dict[str, stats.Cell], jobs: list[Job], results: Sequence[JobReturn], first: int) -> None:
-        """File each run's metrics (or its failure) under its cell and seed (job ``first`` + i is ``jobs[i]``)."""
-        for i, (job, ret) in enumerate(zip(jobs, results, strict=True)):
+    def _take(self, state: dict[str, stats.Cell], jobs: list[Job], results: Sequence[JobReturn]) -> None:
+        """File each run's metrics (or its failure) under its cell and seed (``results[i]`` is ``jobs[i]``'s)."""
+        for job, ret in zip(jobs, results, strict=True):
             value = ret.return_value if ret.status == JobStatus.COMPLETED else None
             if ret.status != JobStatus.COMPLETED:
                 log.warning(f"{job.cell} {self.seed_key}={job.seed} failed: {job_error(ret)}")
-                self._file(state, job, first + i, None)
+                state[job.cell].failed.add(job.seed)
             elif not isinstance(value, RunResult):  # a launcher that does not record: the task's RunOutcome
-                self._file(state, job, first + i, dict(value.summary))
+                self._file(state, job, dict(value.summary))
             elif value.elsewhere is not None:  # another live sweep runs it: its result is that sweep's
                 state[job.cell].elsewhere.add(job.seed)
             else:
                 state[job.cell].deterministic |= not value.stochastic
                 if value.stochastic or value.same_as is None:  # a replay's other seeds repeat its one run
-                    self._file(state, job, first + i, value.metrics)
+                    self._file(state, job, value.metrics)
 
-    def _file(self, state: dict[str, stats.Cell], job: Job, index: int, summary: dict[str, float] | None) -> None:
-        if summary is None:
-            state[job.cell].failed.add(job.seed)
-            self.by_index[index] = None
-            return
+    def _file(self, state: dict[str, stats.Cell], job: Job, summary: dict[str, float]) -> None:
         missing = [t.metric for t in self.rule.targets if t.metric not in summary]
         if missing:
             run = f"{job.cell} {self.seed_key}={job.seed}"
             raise PrecisionSweepError(f"hydra.sweeper.metrics: {missing[0]!r} is not a metric of run '{run}'; "
                                       f"its metrics: {', '.join(sorted(summary))}")
-        metrics = {t.metric: float(summary[t.metric]) for t in self.rule.targets}
-        state[job.cell].results[job.seed] = self.by_index[index] = metrics
+        state[job.cell].results[job.seed] = {t.metric: float(summary[t.metric]) for t in self.rule.targets}
 
 
 def _per_metric(value: Any, metric: str, name: str) -> float | None:
