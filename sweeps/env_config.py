@@ -19,10 +19,10 @@ from hydra import compose, initialize_config_dir
 from hydra.core.global_hydra import GlobalHydra
 from hydra.core.hydra_config import HydraConfig
 
-from sim.core import InputError, Workload
+from sim.core import Cluster, InputError, Workload
 from sim.policies.learned import WindowPolicy
 from sweeps._hydra import task_config
-from sweeps.task import prepare
+from sweeps.task import RunParts, prepare
 
 if TYPE_CHECKING:
     from sim.env import SchedulingEnv
@@ -39,7 +39,13 @@ class EnvDecides(WindowPolicy):
         raise NotImplementedError("the env's agent chooses")
 
 
-_ENV_POLICY = {"_target_": f"{__name__}:EnvDecides", "window": 1, "backfill": "none"}
+def sized_parts(cfg: dict[str, Any], who: str) -> tuple[Cluster, RunParts]:
+    """``cfg``'s cluster, which ``who`` needs sized, and its run parts, checked as a run's are
+    (:func:`sweeps.task.prepare`) with the env's decision process as the policy."""
+    parts = prepare({**cfg, "policy": {"_target_": f"{__name__}:EnvDecides", "window": 1, "backfill": "none"}})
+    if not parts.cluster.fixed:
+        raise InputError(f"{who} needs a sized cluster (cluster.nodes=N), not one sized by a trace")
+    return parts.cluster.build(), parts
 
 
 def env_from_config(cfg: dict[str, Any], episode_jobs: int | None = None, **options: Any) -> SchedulingEnv:
@@ -50,10 +56,7 @@ def env_from_config(cfg: dict[str, Any], episode_jobs: int | None = None, **opti
     ``rl`` extra); composing and training do not."""
     from sim.env import SchedulingEnv
 
-    parts = prepare({**cfg, "policy": _ENV_POLICY})
-    if not parts.cluster.fixed:
-        raise InputError("SchedulingEnv needs a sized cluster (cluster.nodes=N), not one sized by a trace")
-    cluster = parts.cluster.build()
+    cluster, parts = sized_parts(cfg, "SchedulingEnv")
     spec = parts.workload
     if spec.stochastic:
         if episode_jobs is not None:

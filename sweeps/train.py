@@ -36,8 +36,8 @@ from sim.core import Cluster, InputError
 from sim.policies.learned import BACKFILLS, KernelNet, NetPolicy
 from sim.policies.loading import policy_from_conf
 from sim.run import run
-from sweeps.env_config import compose_config
-from sweeps.task import prepare
+from sweeps.env_config import compose_config, sized_parts
+from sweeps.task import RunParts
 
 TRAIN_SEEDS = 10_000
 VALIDATION_SEEDS = tuple(range(1000, 1004))
@@ -72,18 +72,17 @@ class Settings:
 
 @dataclass(frozen=True)
 class Problem:
-    """Where episodes are played: the cluster, the workload spec and the engine options of the config."""
+    """Where episodes are played: the config's cluster, and its workload spec and engine options (``parts``,
+    checked as a run's are: :func:`sweeps.env_config.sized_parts`)."""
 
     cluster: Cluster
-    workload: Any
-    kill_at_limit: bool
-    drop_oversized: bool
+    parts: RunParts
 
     def bsld(self, policy: Any, seed: int) -> float:
         """bsld/mean of ``policy`` on the jobs of ``seed`` (those of a sweep's run with that seed)."""
-        jobs = self.workload.build(np.random.default_rng(seed), self.cluster)
-        return run(jobs, self.cluster, policy, kill_at_limit=self.kill_at_limit,
-                   drop_oversized=self.drop_oversized).summary["bsld/mean"]
+        jobs = self.parts.workload.build(np.random.default_rng(seed), self.cluster)
+        return run(jobs, self.cluster, policy, kill_at_limit=self.parts.kill_at_limit,
+                   drop_oversized=self.parts.drop_oversized).summary["bsld/mean"]
 
 
 def score(problem: Problem, template: KernelNet, theta: np.ndarray, seeds: Sequence[int]) -> list[float]:
@@ -123,14 +122,6 @@ class Adam:
 def fitness(bslds: Sequence[float]) -> float:
     """What ES maximises: −mean log bsld/mean over the seeds (each seed's scale counts alike)."""
     return -float(np.mean(np.log(bslds)))
-
-
-def problem_of(cfg: dict[str, Any]) -> Problem:
-    """``cfg``'s cluster, workload and engine options, checked as a run's are (:func:`sweeps.task.prepare`)."""
-    parts = prepare({**cfg, "policy": {"_target_": "sweeps.env_config:EnvDecides", "window": 1, "backfill": "none"}})
-    if not parts.cluster.fixed:
-        raise InputError("training needs a sized cluster (cluster.nodes=N), not one sized by a trace")
-    return Problem(parts.cluster.build(), parts.workload, parts.kill_at_limit, parts.drop_oversized)
 
 
 def train(problem: Problem, settings: Settings, record: TrainingRun | None = None) -> Path:
@@ -231,7 +222,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         settings = Settings(**{k: getattr(args, k) for k in asdict(defaults)})
         cfg = compose_config(args.overrides)
-        problem = problem_of(cfg)
+        problem = Problem(*sized_parts(cfg, "training"))
         record = TrainingRun(cfg, settings, args.overrides) if (cfg.get("tracking") or {}).get("uri") else None
     except InputError as error:
         print(f"error: {error}", file=sys.stderr)
