@@ -176,9 +176,12 @@ def gather(options: dict[str, Any], sweep: Any, batch: Batch) -> None:
                 batch.ended(in_flight.pop(ref), report)
                 progress.show(done=1)
     finally:
-        for ref in in_flight:
-            ray.cancel(ref, force=True)
         progress.close()
+        if in_flight and _REAPER is not None:  # interrupted, on the local instance this process started: end it
+            _REAPER.released()  # (a forced ray.cancel can race the run's reply, and Ray 2.60 then ends the
+            ray.shutdown()      # driver from C++: task_manager.cc "Tried to complete task that was not pending")
+        for ref in in_flight if ray.is_initialized() else ():
+            ray.cancel(ref, force=True)
 
 
 _SHARED: dict[str, Any] = {}  # object id → what it holds, fetched once per worker process
