@@ -7,8 +7,10 @@ import logging
 import os
 import pickle
 import signal
+import sys
 import threading
 import time
+from collections.abc import Iterator
 from typing import Any
 
 import ray
@@ -179,9 +181,25 @@ def gather(options: dict[str, Any], sweep: Any, batch: Batch) -> None:
         progress.close()
         if in_flight and _REAPER is not None:  # interrupted, on the local instance this process started: end it
             _REAPER.released()  # (a forced ray.cancel can race the run's reply, and Ray 2.60 then ends the
-            ray.shutdown()      # driver from C++: task_manager.cc "Tried to complete task that was not pending")
+            with _quiet_fd2():  # driver from C++: task_manager.cc "Tried to complete task that was not pending")
+                ray.shutdown()
         for ref in in_flight if ray.is_initialized() else ():
             ray.cancel(ref, force=True)
+
+
+@contextlib.contextmanager
+def _quiet_fd2() -> Iterator[None]:
+    """Ray's core worker logs each run it drops at shutdown on file descriptor 2 ("Failed to push error to
+    driver", 2 of 16 interrupts): after the sweep's own summary that is noise, and the session's logs keep it."""
+    sys.stderr.flush()
+    saved, null = os.dup(2), os.open(os.devnull, os.O_WRONLY)
+    os.dup2(null, 2)
+    try:
+        yield
+    finally:
+        os.dup2(saved, 2)
+        os.close(saved)
+        os.close(null)
 
 
 _SHARED: dict[str, Any] = {}  # object id → what it holds, fetched once per worker process
