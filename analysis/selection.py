@@ -251,7 +251,7 @@ def report(tracking_uri: str, conf_dir: Path, published_dir: Path, pool_code: bo
         try:
             runs = runs_frame(study, tracking_uri, pool_code, export)
         except AnalysisError as error:
-            if "unknown experiment" not in str(error) and "no runs yet" not in str(error):
+            if not _no_runs(error):
                 raise
             lines += [f"### {study.name}", "", f"No runs: {error}", ""]
             continue
@@ -380,17 +380,19 @@ def _shown(path: Path) -> str:
 
 def export_study(tracking_uri: str, path: Path) -> int:
     """Write the study's finished runs (each experiment that has runs) from the store to ``path``; their count."""
-    return write_export([load_runs(s.experiment, tracking_uri) for s in STUDIES if _has_runs(s, tracking_uri)], path)
+    runsets = []
+    for study in STUDIES:
+        try:
+            runsets.append(load_runs(study.experiment, tracking_uri))
+        except AnalysisError as error:
+            if not _no_runs(error):
+                raise
+    return write_export(runsets, path)
 
 
-def _has_runs(study: Study, tracking_uri: str) -> bool:
-    try:
-        load_runs(study.experiment, tracking_uri)
-    except AnalysisError as error:
-        if "unknown experiment" in str(error) or "no runs yet" in str(error):
-            return False
-        raise
-    return True
+def _no_runs(error: AnalysisError) -> bool:
+    """Whether ``error`` only says that an experiment of the study has no runs (yet) in the store or export."""
+    return "unknown experiment" in str(error) or "no runs yet" in str(error)
 
 
 def write(path: Path, results: str) -> None:

@@ -218,10 +218,12 @@ def test_the_studys_runs_read_back_from_its_export_are_the_stores(monkeypatch: p
     from analysis.export import RunExport
     from analysis.runs import RunSet
 
-    monkeypatch.setattr(selection, "load_runs", lambda experiment, uri: RunSet.from_records(
-        experiment, uri, run_records()) if experiment == LIGO.experiment else RunSet.from_records(
-        experiment, uri, run_records().iloc[:0]))
-    monkeypatch.setattr(selection, "_has_runs", lambda study, uri: study is LIGO)
+    def load_runs(experiment: str, uri: str) -> RunSet:  # the store has LIGO's runs alone
+        if experiment != LIGO.experiment:
+            raise AnalysisError(f"unknown experiment {experiment!r} in {uri}; experiments: {LIGO.experiment}")
+        return RunSet.from_records(experiment, uri, run_records())
+
+    monkeypatch.setattr(selection, "load_runs", load_runs)
     assert selection.export_study("sqlite:///x", tmp_path / "runs.parquet") == 2
     export = RunExport.read(tmp_path / "runs.parquet")
     pd.testing.assert_frame_equal(selection.runs_frame(LIGO, "sqlite:///x", export=export),

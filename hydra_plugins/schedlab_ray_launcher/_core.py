@@ -61,6 +61,14 @@ def connect(options: dict[str, Any], address: str | None, runtime_env: dict[str,
 
 
 _REAPER: Reaper | None = None  # of the local instance this process started
+
+
+def _shutdown() -> None:
+    """``ray.shutdown()``, telling the local instance's reaper that its end is no failure."""
+    if _REAPER is not None:
+        _REAPER.released()
+    ray.shutdown()
+
 _STARTING = False  # ray.init is starting a local instance: the processes it forks leave the driver's session
 
 
@@ -127,9 +135,7 @@ class RayExecutor:
         reaper that its end is no failure."""
         if self.started:
             self.started = False
-            if _REAPER is not None:
-                _REAPER.released()
-            ray.shutdown()
+            _shutdown()
 
 
 def gather(options: dict[str, Any], sweep: Any, batch: Batch) -> None:
@@ -179,12 +185,20 @@ def gather(options: dict[str, Any], sweep: Any, batch: Batch) -> None:
                 progress.show(done=1)
     finally:
         progress.close()
-        if in_flight and _REAPER is not None:  # interrupted, on the local instance this process started: end it
-            _REAPER.released()  # (a forced ray.cancel can race the run's reply, and Ray 2.60 then ends the
-            with _quiet_fd2():  # driver from C++: task_manager.cc "Tried to complete task that was not pending")
-                ray.shutdown()
-        for ref in in_flight if ray.is_initialized() else ():
+        if in_flight:
+            _stop(list(in_flight))
+
+
+def _stop(runs: list[ray.ObjectRef]) -> None:
+    """End the runs still in flight when a batch is interrupted: the local instance this process started ends
+    with them (a forced ``ray.cancel`` can race a run's reply, and Ray 2.60 then ends the driver from C++:
+    task_manager.cc "Tried to complete task that was not pending"); a joined cluster's are force-cancelled."""
+    if _REAPER is None:
+        for ref in runs:
             ray.cancel(ref, force=True)
+        return
+    with _quiet_fd2():
+        _shutdown()
 
 
 @contextlib.contextmanager
