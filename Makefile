@@ -9,7 +9,7 @@ BENCH_OUT ?= bench-results
 XDIST ?= $(shell $(PYTHON) -c "import os; print((os.cpu_count() or 1) + 1)")
 
 .DEFAULT_GOAL := help
-.PHONY: help install test test-slow test-slurm run bench lint report paper clean
+.PHONY: help install test test-slow test-slurm run bench lint report paper selection clean
 
 help: ## show this help
 	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z_-]+:.*## / {printf "  \033[36m%-10s\033[0m %s\n", $$1, $$2}' $(MAKEFILE_LIST)
@@ -45,6 +45,13 @@ paper: $(STAMP) ## every paper_*.yaml swept (resumes; RAY_ADDRESS=… a cluster)
 	$(PY) sweeps/paper.py $(PAPER_ARGS)
 	$(PY) analysis/paper.py --out $(PAPER_OUT) $(PAPER_ARGS)
 	$(PY) analysis/paper.py --export-runs $(PAPER_OUT)/runs.parquet $(filter tracking.uri=%,$(PAPER_ARGS))
+
+SELECTION_STORE ?= sqlite:///$(CURDIR)/mlflow.db
+SELECTION_ARGS ?=
+selection: $(STAMP) ## issue 38's declared model-selection study to its end (27–38 h serial on 2 shared cores, selection.md; resumes; SELECTION_STORE=, SELECTION_ARGS=), Results in docs/paper/selection.md
+	$(PY) sweeps/selection.py --tracking-uri $(SELECTION_STORE) $(SELECTION_ARGS)
+	$(PY) analysis/selection.py --tracking-uri $(SELECTION_STORE) --export-runs docs/paper/selection_runs.parquet
+	$(PY) analysis/selection.py --tracking-uri $(SELECTION_STORE) --runs docs/paper/selection_runs.parquet --write docs/paper/selection.md
 
 bench: $(STAMP) ## benchmarks: simulator, the Gymnasium env, DRF, RM-DCWF, MRCP-RM, sweep speed and make paper on 1 vs 2 Ray nodes (JSON + Markdown tables in $(BENCH_OUT)/)
 	$(PY) tests/bench/bench_sim.py --out $(BENCH_OUT)
