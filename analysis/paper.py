@@ -120,6 +120,14 @@ def table_design(runs: RunSet, table: PaperTable, seed_key: str = SEED_KEY,
         keep = keep[column == level]
         shared = "" if len(counts) == 1 else ", the level common to every row with the most runs"
         notes.append(f"{key} held at {level}{shared} (runs of the experiment's other tables left out)")
+    named = []
+    for key in (k for k in table.reading if k not in group):
+        if key not in keep:
+            raise AnalysisError(f"{table.source}: paper.reading: {key} is not a config key of the runs of "
+                                f"experiment {table.experiment!r}")
+        named.append(f"{key}={'|'.join(sorted({level_text(v) for v in keep[key].dropna()}))}")
+    if named:
+        notes.append(f"readings and scale: {', '.join(named)} (the seed leaves them open: docs/paper/selection.md)")
     design = runs.design(factors, [], seed_key).loc[keep.index]
     design = design.join(runs.metrics.reindex(columns=table.metrics).loc[keep.index])
     labels = design[table.configs].apply(lambda r: "/".join(level_text(v) for v in r), axis=1)

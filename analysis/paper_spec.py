@@ -12,6 +12,8 @@ The ``paper:`` block (``paper`` is in ``sweep.non_semantic``: never part of a ru
       calibrates: {table: ligo_lambda, fit_row: 0.00666…}  # optional: a calibration variant of another
                                           # table (its published values; fit_row: the row fitted on, not held out)
       layout: long                        # optional: a line per configuration (many factors); default wide
+      reading: [policy.multi_parent, workload.n]   # optional: the caption names these keys' values (the
+                                          # seed's open readings and the workload scale the table ran)
       claims:                             # optional: directions the paper reports (analysis/claims.py)
         - {trend: increasing, metric: late/proportion, text: "P rises with λ", quote: "An increase in …"}
         - {below: 0.05, metric: overhead/mean_s, text: "O below 0.05 s"}
@@ -112,6 +114,8 @@ class PaperTable:
     fit_row: Any = None
     #: ``wide``: the paper's shape (a column per metric and configuration); ``long``: a line per configuration
     layout: str = "wide"
+    #: config keys whose values the caption names (the open readings and the scale), unless a factor shows them
+    reading: list[str] = field(default_factory=list)
 
     @property
     def factors(self) -> list[str]:
@@ -165,9 +169,13 @@ def read_table(path: Path, published_dir: Path) -> PaperTable:
     layout = block.get("layout", "wide")
     if layout not in LAYOUTS:
         raise AnalysisError(f"{where}layout: expected one of {', '.join(LAYOUTS)}, got {layout!r}")
+    reading = block.get("reading") or []
+    if not isinstance(reading, list) or not all(isinstance(v, str) for v in reading):
+        raise AnalysisError(f"{where}reading must be a list of config keys, got {reading!r}")
     published = read_published(published_dir / f"{of or table}.csv", block["metrics"])
     paper = PaperTable(table, str(block["title"]), experiment, block["rows"], list(block["configs"]),
-                       list(block["metrics"]), claims, path, published, of, calibrates.get("fit_row"), layout)
+                       list(block["metrics"]), claims, path, published, of, calibrates.get("fit_row"), layout,
+                       reading)
     for i, claim in enumerate(claims):
         unknown = sorted({*claim.a, *claim.b, *claim.where} - set(paper.factors))
         if unknown:  # it would match no run, and the claim would read "inconclusive" for a typo

@@ -7,11 +7,13 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+import pandas as pd
 import pytest
 
 from analysis import AnalysisError
 from analysis.paper import main
 from analysis.paper_spec import read_table
+from analysis.stats import level_text
 from tests.conftest import REPO
 
 CONF = REPO / "conf" / "experiment"
@@ -70,3 +72,35 @@ def test_an_unknown_layout_is_one_line(tmp_path: Path) -> None:
     path.write_text(text.replace("  table: rules\n", "  table: rules\n  layout: tall\n"))
     with pytest.raises(AnalysisError, match=r"paper\.layout: expected one of wide, long, got 'tall'"):
         read_table(path, PUBLISHED)
+
+
+def test_every_rmdcwf_table_names_the_readings_and_scale_it_ran() -> None:
+    """Issue 38 item 2: a table's caption names the open readings and the workload scale of its runs (or its
+    factors show them), so a reader knows which reconstruction a published-vs-ours cell compares."""
+    open_rules = {"policy.remap_trigger", "policy.multi_parent", "policy.late_rule"}
+    export = pd.read_parquet(COMMITTED)
+    tables = [read_table(p, PUBLISHED) for p in sorted(CONF.glob("paper_*.yaml"))
+              if "override /policy: rmdcwf" in p.read_text()]
+    assert len(tables) >= 26
+    for table in tables:
+        assert open_rules <= {*table.reading, *table.factors}, table.id
+        caption = (REPO / "docs" / "paper" / f"{table.id}.md").read_text().rstrip().splitlines()[-1]
+        named = re.search(r"readings and scale: (.*?) \(the seed leaves them open", caption)
+        assert named, table.id
+        shown = dict(pair.split("=") for pair in named.group(1).split(", "))
+        assert set(shown) == set(table.reading) - set(table.factors), table.id
+        runs = export[export["experiment"] == table.experiment]
+        for key, value in shown.items():  # what the runs had, not what conf/ says today
+            assert value in {level_text(v) for v in runs[f"params.{key}"].dropna()}, (table.id, key)
+
+
+def test_a_reading_key_the_runs_lack_is_one_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    conf = tmp_path / "conf"
+    conf.mkdir()
+    text = (CONF / "paper_ligo_lambda.yaml").read_text()
+    (conf / "paper_ligo_lambda.yaml").write_text(re.sub(r"^  reading: .*$", "  reading: [policy.multi_parents]",
+                                                        text, flags=re.MULTILINE))
+    assert main(["--runs", str(COMMITTED), "--only", "paper_ligo_lambda", "--no-figures", "--out", str(tmp_path / "o"),
+                 "--conf-dir", str(conf), "--published", str(PUBLISHED)]) == 2
+    err = capsys.readouterr().err
+    assert "paper.reading: policy.multi_parents is not a config key of the runs" in err and err.count("\n") == 1
