@@ -399,8 +399,9 @@ def export_study(tracking_uri: str, path: Path) -> int:
 
 
 def _no_runs(error: AnalysisError) -> bool:
-    """Whether ``error`` only says that an experiment of the study has no runs (yet) in the store or export."""
-    return "unknown experiment" in str(error) or "no runs yet" in str(error)
+    """Whether ``error`` only says that an experiment of the study has no runs (yet) in the store or export (or
+    that the store is not there yet: a study's first sweep creates it)."""
+    return any(text in str(error) for text in ("unknown experiment", "no runs yet", "no MLflow store"))
 
 
 def write(path: Path, results: str) -> None:

@@ -57,12 +57,14 @@ def test_a_broken_store_is_one_line(monkeypatch: pytest.MonkeyPatch, capsys: pyt
     assert capsys.readouterr().err == "selection: cannot read sqlite:////s.db: not an MLflow store\n"
 
 
+@pytest.mark.parametrize("why", ["unknown experiment 'x' in sqlite:////s.db", "no MLflow store at /s.db (run …)"])
 def test_an_empty_store_needs_every_candidates_coarse_grid(monkeypatch: pytest.MonkeyPatch,
-                                                          capsys: pytest.CaptureFixture[str]) -> None:
+                                                          capsys: pytest.CaptureFixture[str], why: str) -> None:
+    """No runs yet, or no store yet (the study's first sweep makes it): every candidate's coarse grid."""
     import analysis.selection as selection
 
     def no_runs(experiment: str, uri: str) -> None:
-        raise AnalysisError(f"unknown experiment {experiment!r} in {uri}")
+        raise AnalysisError(why)
 
     monkeypatch.setattr(selection, "load_runs", no_runs)
     assert main(["--tracking-uri", "sqlite:////s.db", "--next"]) == 0
