@@ -75,6 +75,15 @@ class Study:
     def tables(self) -> list[str]:
         return [f"{self.name}_{factor}" for factor in ("lambda", "smax", "emmax", "m")]
 
+    def refinement(self, best: float) -> list[float]:
+        """The refinement's sizes around the best coarse size ``best`` (§ 3; ``best`` itself is run already).
+
+        >>> STUDIES[0].refinement(58.0)
+        [57.0, 57.25, 57.5, 57.75, 58.25, 58.5, 58.75, 59.0]
+        """
+        step, width = self.refine
+        return [float(best + k * step) for k in np.arange(-width / step, width / step + 1) if k and best + k * step > 0]
+
     def point(self, **changed: float) -> tuple[str, ...]:
         values = dict(zip(POINT, self.default, strict=True)) | changed
         return tuple(level_key(values[k]) for k in POINT)
@@ -156,8 +165,11 @@ def fit(study: Study, runs: pd.DataFrame, paper: pd.DataFrame) -> pd.DataFrame:
     table["P_hw"], table["T_hw"] = table.pop("P_sd") * t95, table.pop("T_sd") * t95  # NaN with one seed
     table["J"] = loss(table["P"].to_numpy()[:, None], ref[P], table["T"].to_numpy()[:, None], ref[T])
     table["best"] = False
-    if len(table):
-        table.loc[table.sort_values(["J", "size"]).groupby("reading").head(1).index, "best"] = True
+    for _, mine in table.groupby("reading"):
+        coarse = mine[mine["size"].isin(study.grid)]
+        if len(coarse):  # size* is a size the protocol searches: the coarse grid and its refinement, no other
+            searched = {*study.grid, *study.refinement(float(coarse.sort_values(["J", "size"])["size"].iloc[0]))}
+            table.loc[mine[mine["size"].isin(searched)].sort_values(["J", "size"]).index[0], "best"] = True
     return table
 
 
@@ -310,9 +322,7 @@ def next_runs(study: Study, fitted: pd.DataFrame, reading: str, held_out_done: b
     if coarse:
         return commands(study, reading, ",".join(f"{s:g}" for s in coarse), tracking_uri, fit=True)
     best = float(mine[mine["size"].isin(study.grid)].sort_values(["J", "size"])["size"].iloc[0])
-    step, width = study.refine
-    refine = [best + k * step for k in np.arange(-width / step, width / step + 1) if k and best + k * step > 0]
-    missing = [s for s in refine if s not in full]
+    missing = [s for s in study.refinement(best) if s not in full]
     if missing:
         return commands(study, reading, ",".join(f"{s:g}" for s in missing), tracking_uri, fit=True)
     size = float(mine.loc[mine["best"], "size"].iloc[0])

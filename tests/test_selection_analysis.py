@@ -68,6 +68,18 @@ def test_the_fitted_size_has_the_lowest_joint_loss_ties_to_the_smaller() -> None
     assert table.index[table["best"]].tolist() == [("a", 52), ("b", 51)]
 
 
+def test_a_size_the_protocol_does_not_search_is_never_size_star() -> None:
+    """A stray size in the store (an exploration, say) fits perfectly here, but size* is a grid or refinement size."""
+    paper = published(LIGO, CONF, PUBLISHED)
+    at = LIGO.point(**LIGO.fit)
+    rows = [("a", s, at, "pd", 0, 0.0103, 2010.0 + 10 * abs(s - 53)) for s in (*LIGO.grid, 53.25)]
+    table = fit(LIGO, runs([*rows, ("a", 53.1, at, "pd", 0, 0.0103, 2005.0)]), paper).set_index(["reading", "size"])
+    assert table.loc[("a", 53.1), "J"] < table.loc[("a", 53.0), "J"]
+    assert table.index[table["best"]].tolist() == [("a", 53.0)]
+    table = fit(LIGO, runs([r for r in rows if r[1] != 53.0]), paper).set_index(["reading", "size"])
+    assert table.index[table["best"]].tolist() == [("a", 52.0)]  # 53.25 refines 53, which is not run: not searched
+
+
 def test_deadline_readings_reuse_pd_runs_for_ed_cells() -> None:
     paper = published(LIGO, CONF, PUBLISHED)
     frame = runs([("deadline/align/forced", 50, LIGO.point(), "pd", 0, 0.001, 1400.0)])
