@@ -131,6 +131,10 @@ def runs_frame(study: Study, tracking_uri: str, pool_code: bool = False,
             values = ", ".join(map(str, p[key].unique()[:4]))
             raise AnalysisError(f"{study.experiment}: runs differ in {key} ({values}), which the study holds fixed "
                                 "(selection.md § 1): keep such runs in another store")
+    seeds = sorted(set(p.loc[keep, "seed"].astype(int)) - set(range(REPLICATIONS)))
+    if seeds:
+        raise AnalysisError(f"{study.experiment}: runs of seed(s) {', '.join(map(str, seeds[:4]))}, but the protocol's "
+                            f"seeds are 0–{REPLICATIONS - 1} (selection.md §§ 3–4): keep such runs in another store")
     codes = runs.code_fingerprints()[keep]
     if codes.nunique() > 1 and not pool_code:
         raise AnalysisError(f"{study.experiment}: runs from {codes.nunique()} simulator-code fingerprints "

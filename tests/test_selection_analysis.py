@@ -198,6 +198,7 @@ def run_records(**changes: object) -> pd.DataFrame:
 @pytest.mark.parametrize(("changes", "message"), [
     ({"params.workload.jobs": "500"}, r"runs differ in workload\.jobs \(2000, 500\), which the study holds fixed"),
     ({"tags.schedlab.code": "c2"}, r"runs from 2 simulator-code fingerprints \(c1, c2\); --pool-code pools them"),
+    ({"params.seed": "12"}, r"runs of seed\(s\) 12, but the protocol's seeds are 0–9"),
 ])
 def test_runs_that_would_pool_silently_are_refused(monkeypatch: pytest.MonkeyPatch, changes: dict,
                                                    message: str) -> None:
