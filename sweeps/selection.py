@@ -4,7 +4,7 @@ Usage::
 
     python sweeps/selection.py --tracking-uri sqlite:////path/outside/the/tree/mlflow.db [overrides …]
 
-Each pass asks :func:`analysis.selection.report` which sweeps the protocol needs next — every candidate's
+Each pass asks ``analysis/selection.py --next`` which sweeps the protocol needs next — every candidate's
 coarse fit grid, then the refinement around its best coarse size, then its held-out points at its size*
 (§§ 3–4) — runs them one by one as ``make paper`` runs its experiments (``sweeps/run.py -m``: a rerun skips
 finished runs, so the study resumes), and asks again, until none is left. Extra arguments are Hydra
@@ -18,17 +18,31 @@ from __future__ import annotations
 import argparse
 import shlex
 import signal
+import subprocess
 import sys
 import time
-from pathlib import Path
 
-from analysis import AnalysisError
-from analysis.selection import report
-from sweeps.paper import RUN, run_sweep
+from sweeps.paper import REPO, RUN, run_sweep
 
-CONF = Path(__file__).resolve().parents[1] / "conf" / "experiment"
-PUBLISHED = CONF.parents[1] / "docs" / "paper" / "published"
+PLAN = REPO / "analysis" / "selection.py"
 INTERRUPTED = "interrupted: rerun make selection to resume (finished runs are kept)"
+
+
+class PlanError(Exception):
+    """The plan could not be read (its one-line message, its exit status)."""
+
+    def __init__(self, message: str, code: int) -> None:
+        super().__init__(message)
+        self.code = code
+
+
+def plan(tracking_uri: str) -> list[str]:
+    """The sweeps still to make, each one's ``sweeps/run.py -m`` overrides (``analysis/selection.py --next``)."""
+    done = subprocess.run([sys.executable, str(PLAN), "--tracking-uri", tracking_uri, "--next"],
+                          capture_output=True, text=True, stdin=subprocess.DEVNULL, check=False)
+    if done.returncode:
+        raise PlanError(done.stderr.strip() or f"{PLAN.name} --next exited {done.returncode}", done.returncode)
+    return done.stdout.splitlines()
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -40,10 +54,10 @@ def main(argv: list[str] | None = None) -> int:
     try:
         while True:
             try:
-                _, todo = report(args.tracking_uri, CONF, PUBLISHED)
-            except AnalysisError as error:
-                print(f"selection: {error}", file=sys.stderr)
-                return 2
+                todo = plan(args.tracking_uri)
+            except PlanError as error:
+                print(error, file=sys.stderr)
+                return error.code
             if not todo:
                 print(f"== the study is complete ({swept} sweeps in {time.perf_counter() - started:.0f} s wall): "
                       f"python analysis/selection.py --tracking-uri {args.tracking_uri} writes its Results", flush=True)
