@@ -95,8 +95,9 @@ STUDIES = (Study("ligo", (1 / 180, 50_000, 5.0, 50), {"workload.arrival_rate": 1
                  (47, 51, 55, 59, 63, 67, 71, 76, 81), (1.0, 4.0)))
 
 
-def published(study: Study, conf_dir: Path, published_dir: Path) -> pd.DataFrame:
-    """The paper's P and T values of the study's tables, one line per (point, configuration, metric)."""
+def published(study: Study, conf_dir: Path, published_dir: Path, per_table: bool = False) -> pd.DataFrame:
+    """The paper's P and T values of the study's tables, one line per (point, configuration, metric); with
+    ``per_table``, one per table cell (the default point then appears once in each of the four tables)."""
     parts = []
     for table_id in study.tables:
         table = read_table(conf_dir / f"paper_{table_id}.yaml", published_dir)
@@ -104,9 +105,10 @@ def published(study: Study, conf_dir: Path, published_dir: Path) -> pd.DataFrame
         frame = frame[frame["config"].isin(PAPER_CONFIGS) & frame["metric"].isin(TOLERANCE)]
         assert table.rows in POINT, table.rows
         points = [study.point(**{table.rows: float(row)}) for row in frame["row"]]
-        frame = frame.assign(point=points, lax=frame["config"].map(PAPER_CONFIGS))
-        parts.append(frame[["point", "lax", "metric", "mean"]])
-    return pd.concat(parts).drop_duplicates(["point", "lax", "metric"]).rename(columns={"mean": "paper"})
+        frame = frame.assign(point=points, lax=frame["config"].map(PAPER_CONFIGS), table=table_id)
+        parts.append(frame[["table", "point", "lax", "metric", "mean"]])
+    cells = pd.concat(parts, ignore_index=True).rename(columns={"mean": "paper"})
+    return cells if per_table else cells.drop_duplicates(["point", "lax", "metric"]).drop(columns="table")
 
 
 def pd_ed_differ(paper: pd.DataFrame) -> tuple[int, int]:
@@ -182,11 +184,7 @@ def held_out_cells(study: Study, runs: pd.DataFrame, paper: pd.DataFrame, readin
     """The held-out published values of ``study`` (the fit point left out) and ours per seed (cells × seeds,
     NaN where a run is missing). Under the deadline trigger ED's cells are PD's runs (selection.md § 1)."""
     cells = paper[paper["point"] != study.point(**study.fit)].reset_index(drop=True)
-    mine = runs[(runs["reading"] == reading) & (runs["size"] == size)]
-    if reading.startswith("deadline/"):
-        mine = mine[mine["lax"] == "pd"]
-        mine = pd.concat([mine, mine.assign(lax="ed")])
-    values = mine.groupby(["point", "lax", "seed"])[[P, T]].mean()
+    values = _cell_runs(runs, reading, size).groupby(["point", "lax", "seed"])[[P, T]].mean()
     grid = np.full((len(cells), len(seeds)), np.nan)
     for i, cell in cells.iterrows():
         for j, seed in enumerate(seeds):
@@ -194,6 +192,27 @@ def held_out_cells(study: Study, runs: pd.DataFrame, paper: pd.DataFrame, readin
             if key in values.index:
                 grid[i, j] = values.at[key, cell["metric"]]
     return cells, grid
+
+
+def _cell_runs(runs: pd.DataFrame, reading: str, size: float) -> pd.DataFrame:
+    """The runs of ``reading`` at ``size``; under the deadline trigger PD's runs stand for ED too (§ 1)."""
+    mine = runs[(runs["reading"] == reading) & (runs["size"] == size)]
+    if reading.startswith("deadline/"):
+        mine = mine[mine["lax"] == "pd"]
+        mine = pd.concat([mine, mine.assign(lax="ed")])
+    return mine
+
+
+def acceptance(cells: pd.DataFrame, runs: pd.DataFrame, reading: str, size: float) -> tuple[float, float, int]:
+    """Issue 38's acceptance numbers for ``reading`` at ``size`` (§ 5, reported, not scored): median e_P and e_T
+    over the published cells of the four tables as the issue counts them (``cells``: :func:`published` per table;
+    the default point once per table, the fit point included), over the cells that have runs; and how many do."""
+    means = _cell_runs(runs, reading, size).groupby(["point", "lax"])[[P, T]].mean()
+    ours = np.array([means.at[(c.point, c.lax), c.metric] if (c.point, c.lax) in means.index else np.nan
+                     for c in cells.itertuples()])
+    err = np.abs(ours - cells["paper"].to_numpy()) / cells["paper"].to_numpy()
+    is_p = (cells["metric"] == P).to_numpy()
+    return _median(err[is_p]), _median(err[~is_p]), int(np.isfinite(ours[is_p]).sum())
 
 
 def held_out_loss(cells: pd.DataFrame, ours: np.ndarray) -> np.ndarray:
@@ -304,6 +323,17 @@ def report(tracking_uri: str, conf_dir: Path, published_dir: Path, pool_code: bo
                          f"| {j} | {interval} |")
             held.setdefault(r.reading, {})[study.name] = h
             done[r.reading] = h.complete and grid.shape[1] >= REPLICATIONS
+        every = published(study, conf_dir, published_dir, per_table=True)
+        n_p = int((every["metric"] == P).sum())
+        lines += ["", f"Issue 38's acceptance numbers at size* (§ 5, reported, not scored): medians over the {n_p} "
+                  f"published P and {len(every) - n_p} T cells of the {study.name} λ, s_max, em_max and m tables (the "
+                  "default point once per table, the fit point included: the issue's 48 LIGO P cells are these "
+                  "under both triggers), over the cells run so far:", "",
+                  "| reading | size* | P cells run | median e_P (≤ 0.5) | median e_T (≤ 0.05) |",
+                  "|---|---:|---:|---:|---:|"]
+        for r in table[table["best"]].itertuples():
+            e_p, e_t, run = acceptance(every, runs, r.reading, r.size)
+            lines.append(f"| {r.reading} | {r.size:g} | {run} of {n_p} | {_num(e_p, 2)} | {_num(e_t, 3)} |")
         todo += [c for reading in CANDIDATES for c in next_runs(study, table, reading, done.get(reading, False),
                                                                  tracking_uri)]
         differ, points = pd_ed_differ(paper)

@@ -16,6 +16,7 @@ from analysis.selection import (
     HeldOut,
     P,
     T,
+    acceptance,
     commands,
     decision,
     fit,
@@ -269,3 +270,18 @@ def test_fit_point_means_carry_student_t_intervals() -> None:
     assert table.loc[50, "P_hw"] == pytest.approx(0.00707107 * 12.7062 / 2 ** 0.5, rel=1e-4)  # sd · t(0.975, 1) / √2
     assert table.loc[50, "T_hw"] == pytest.approx(141.421 * 12.7062 / 2 ** 0.5, rel=1e-4)
     assert np.isnan(table.loc[52, "P_hw"])  # one seed: no interval
+
+
+def test_the_acceptance_numbers_count_the_default_point_once_per_table() -> None:
+    """Issue 38's done-when: the median over the four tables' published cells — the default point in each."""
+    every = published(LIGO, CONF, PUBLISHED, per_table=True)
+    assert len(every) == 48 and (every["point"] == LIGO.point()).sum() == 16  # 4 tables × PD, ED × P, T
+    values = every.drop_duplicates(["point", "lax"]).set_index(["point", "lax", "metric"])["paper"]
+    paper = published(LIGO, CONF, PUBLISHED).set_index(["point", "lax", "metric"])["paper"]
+    rows = [("r", 52.0, point, lax, 0, paper[(point, lax, P)] * (1.5 if point == LIGO.point() else 1.0),
+             paper[(point, lax, T)]) for point, lax, _ in values.index]
+    e_p, e_t, run = acceptance(every, runs(rows), "r", 52.0)
+    assert (e_p, e_t, run) == (0.0, 0.0, 24)  # 8 of 24 P cells off by half: the median is the 16 exact ones
+    e_p, _, run = acceptance(every, runs([r for r in rows if r[2] == LIGO.point()]), "r", 52.0)
+    assert (e_p, run) == (pytest.approx(0.5), 8)
+    assert acceptance(every, runs(rows), "r", 53.0)[2] == 0  # another size: none of these runs
