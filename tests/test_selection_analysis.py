@@ -9,6 +9,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from analysis import AnalysisError
 from analysis.selection import (
@@ -285,3 +287,37 @@ def test_the_acceptance_numbers_count_the_default_point_once_per_table() -> None
     e_p, _, run = acceptance(every, runs([r for r in rows if r[2] == LIGO.point()]), "r", 52.0)
     assert (e_p, run) == (pytest.approx(0.5), 8)
     assert acceptance(every, runs(rows), "r", 53.0)[2] == 0  # another size: none of these runs
+
+
+@settings(max_examples=40, deadline=None)
+@given(seed=st.integers(0, 2**32 - 1), study=st.sampled_from(STUDIES))
+def test_the_plan_walks_the_protocol_on_any_loss_landscape(seed: int, study: object) -> None:
+    """Property (§ 3–4): whatever the fit-point losses, the plan asks for the coarse grid, then the refinement
+    around the best coarse size, then the held-out points at the lowest-J size among those — never another size."""
+    paper = published(study, CONF, PUBLISHED)  # type: ignore[arg-type]
+    at = study.point(**study.fit)  # type: ignore[attr-defined]
+    ref = paper[(paper["point"] == at) & (paper["lax"] == "pd")].set_index("metric")["paper"]
+    reading = "subdeadline/none/forced"
+
+    def cell(size: float) -> list[tuple]:  # a random but fixed fit-point result for each size, ten seeds
+        u, v = np.random.default_rng([seed, int(size * 4)]).uniform(0.2, 1.8, 2)
+        return [(reading, size, at, "pd", s, ref[P] * u, ref[T] * v) for s in range(10)]
+
+    rows: list[tuple] = []
+    asked: list[list[float]] = []
+    for _ in range(3):
+        lines = next_runs(study, fit(study, runs(rows), paper), reading, False, "u")  # type: ignore[arg-type]
+        sizes = [float(x) for x in lines[0].rsplit("workload.size=", 1)[1].split(",")]
+        if "selection_fit_" not in lines[0]:
+            break
+        asked.append(sizes)
+        rows += [r for size in sizes for r in cell(size)]
+    table = fit(study, runs(rows), paper)  # type: ignore[arg-type]
+    coarse = table[table["size"].isin(study.grid)]  # type: ignore[attr-defined]
+    centre = float(coarse.sort_values(["J", "size"])["size"].iloc[0])
+    assert asked[0] == [float(s) for s in study.grid]  # type: ignore[attr-defined]
+    refine = [s for s in study.refinement(centre) if s not in study.grid]  # type: ignore[attr-defined]
+    assert asked[1:] == [refine]
+    searched = table[table["size"].isin([*study.grid, *study.refinement(centre)])]  # type: ignore[attr-defined]
+    best = float(searched.sort_values(["J", "size"])["size"].iloc[0])
+    assert len(lines) == 4 and all(line.endswith(f"workload.size={best:g}") for line in lines)
