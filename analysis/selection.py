@@ -327,8 +327,9 @@ def report(tracking_uri: str, conf_dir: Path, published_dir: Path, pool_code: bo
         n_p = int((every["metric"] == P).sum())
         lines += ["", f"Issue 38's acceptance numbers at size* (§ 5, reported, not scored): medians over the {n_p} "
                   f"published P and {len(every) - n_p} T cells of the {study.name} λ, s_max, em_max and m tables (the "
-                  "default point once per table, the fit point included: the issue's 48 LIGO P cells are these "
-                  "under both triggers), over the cells run so far:", "",
+                  "default point once per table, the fit point included"
+                  + ("; the issue's 48 P cells are these under both triggers" if study.name == "ligo" else "")
+                  + "), over the cells run so far:", "",
                   "| reading | size* | P cells run | median e_P (≤ 0.5) | median e_T (≤ 0.05) |",
                   "|---|---:|---:|---:|---:|"]
         for r in table[table["best"]].itertuples():
