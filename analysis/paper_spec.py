@@ -152,9 +152,10 @@ def read_table(path: Path, published_dir: Path) -> PaperTable:
             raise AnalysisError(f"{where}{key} is missing")
     if "rows" not in block:
         raise AnalysisError(f"{where}rows is missing (a config key, or null for one row)")
-    for key in ("configs", "metrics"):
-        if not isinstance(block[key], list) or not all(isinstance(v, str) for v in block[key]):
-            raise AnalysisError(f"{where}{key} must be a list of names, got {block[key]!r}")
+    for key in ("configs", "metrics", "reading"):  # reading is optional: none
+        value = block.get(key) or []
+        if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+            raise AnalysisError(f"{where}{key} must be a list of names, got {value!r}")
     experiment = raw.get("experiment_name")
     if not isinstance(experiment, str) or not experiment:
         raise AnalysisError(f"{path}: experiment_name is missing (the MLflow experiment of the table's runs)")
@@ -169,13 +170,10 @@ def read_table(path: Path, published_dir: Path) -> PaperTable:
     layout = block.get("layout", "wide")
     if layout not in LAYOUTS:
         raise AnalysisError(f"{where}layout: expected one of {', '.join(LAYOUTS)}, got {layout!r}")
-    reading = block.get("reading") or []
-    if not isinstance(reading, list) or not all(isinstance(v, str) for v in reading):
-        raise AnalysisError(f"{where}reading must be a list of config keys, got {reading!r}")
     published = read_published(published_dir / f"{of or table}.csv", block["metrics"])
     paper = PaperTable(table, str(block["title"]), experiment, block["rows"], list(block["configs"]),
                        list(block["metrics"]), claims, path, published, of, calibrates.get("fit_row"), layout,
-                       reading)
+                       block.get("reading") or [])
     for i, claim in enumerate(claims):
         unknown = sorted({*claim.a, *claim.b, *claim.where} - set(paper.factors))
         if unknown:  # it would match no run, and the claim would read "inconclusive" for a typo

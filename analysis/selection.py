@@ -108,7 +108,12 @@ def published(study: Study, conf_dir: Path, published_dir: Path, per_table: bool
         frame = frame.assign(point=points, lax=frame["config"].map(PAPER_CONFIGS), table=table_id)
         parts.append(frame[["table", "point", "lax", "metric", "mean"]])
     cells = pd.concat(parts, ignore_index=True).rename(columns={"mean": "paper"})
-    return cells if per_table else cells.drop_duplicates(["point", "lax", "metric"]).drop(columns="table")
+    return cells if per_table else distinct(cells)
+
+
+def distinct(cells: pd.DataFrame) -> pd.DataFrame:
+    """:func:`published`'s cells per table as one line per (point, configuration, metric)."""
+    return cells.drop_duplicates(["point", "lax", "metric"]).drop(columns="table")
 
 
 def pd_ed_differ(paper: pd.DataFrame) -> tuple[int, int]:
@@ -287,7 +292,8 @@ def report(tracking_uri: str, conf_dir: Path, published_dir: Path, pool_code: bo
     seeds: list[int] = []
     todo: list[str] = []
     for study in STUDIES:
-        paper = published(study, conf_dir, published_dir)
+        every = published(study, conf_dir, published_dir, per_table=True)  # each table's cells, read once
+        paper = distinct(every)
         try:
             runs = runs_frame(study, tracking_uri, pool_code, export)
         except AnalysisError as error:
@@ -323,7 +329,6 @@ def report(tracking_uri: str, conf_dir: Path, published_dir: Path, pool_code: bo
                          f"| {j} | {interval} |")
             held.setdefault(r.reading, {})[study.name] = h
             done[r.reading] = h.complete and grid.shape[1] >= REPLICATIONS
-        every = published(study, conf_dir, published_dir, per_table=True)
         n_p = int((every["metric"] == P).sum())
         lines += ["", f"Issue 38's acceptance numbers at size* (§ 5, reported, not scored): medians over the {n_p} "
                   f"published P and {len(every) - n_p} T cells of the {study.name} λ, s_max, em_max and m tables (the "
