@@ -60,7 +60,8 @@ def commands(names: list[str], overrides: list[str], environ: dict[str, str]) ->
 
 def run_sweep(command: list[str]) -> int:
     """Run one sweep in its own process group; its exit status (128 + N when killed by signal N). On Ctrl-C
-    the sweep gets one SIGINT, then its group is killed after :data:`GRACE` s or a second Ctrl-C; it is re-raised."""
+    the sweep gets one SIGINT, then its group is killed after :data:`GRACE` s or a second Ctrl-C; it is re-raised,
+    as it is when the sweep itself was interrupted (exit status 130)."""
     child = subprocess.Popen(command, stdin=subprocess.DEVNULL, process_group=0)
     try:
         code = child.wait()
@@ -73,7 +74,17 @@ def run_sweep(command: list[str]) -> int:
                 os.killpg(child.pid, signal.SIGKILL)
             child.wait()
         raise
-    return code if code >= 0 else 128 - code
+    status = code if code >= 0 else 128 - code
+    if status == 128 + signal.SIGINT:  # the sweep itself was interrupted (SIGTERM to it, say)
+        raise KeyboardInterrupt
+    return status
+
+
+def stop_on_signals() -> None:
+    """A cancelled job (SIGTERM, SIGHUP) stops a driver of sweeps as Ctrl-C does; SIGINT too when started with it
+    ignored (a background command of a script): the sweeps it starts then get Python's Ctrl-C handling back."""
+    for signum in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+        signal.signal(signum, signal.default_int_handler)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -91,8 +102,6 @@ def main(argv: list[str] | None = None) -> int:
             print(f"== {name}: {shlex.join(command[1:])}", flush=True)
             tic = time.perf_counter()
             code = run_sweep(command)
-            if code == 128 + signal.SIGINT:  # the sweep itself was interrupted
-                raise KeyboardInterrupt
             print(f"== {name}: exit {code}, {time.perf_counter() - tic:.0f} s wall", flush=True)
             if code:
                 return code
@@ -104,8 +113,5 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    # a cancelled job stops its sweep as Ctrl-C does; SIGINT too when started with it ignored (a background
-    # command of a script): the sweeps it starts then get Python's Ctrl-C handling back
-    for signum in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
-        signal.signal(signum, signal.default_int_handler)
+    stop_on_signals()
     sys.exit(main())

@@ -22,7 +22,7 @@ import subprocess
 import sys
 import time
 
-from sweeps.paper import REPO, RUN, run_sweep
+from sweeps.paper import REPO, RUN, run_sweep, stop_on_signals
 
 PLAN = REPO / "analysis" / "selection.py"
 INTERRUPTED = "interrupted: rerun make selection to resume (finished runs are kept)"
@@ -70,8 +70,6 @@ def main(argv: list[str] | None = None) -> int:
                 command = [sys.executable, str(RUN), "-m", *shlex.split(overrides), *args.overrides]
                 print(f"== {shlex.join(command[1:])}", flush=True)
                 code = run_sweep(command)
-                if code == 128 + signal.SIGINT:
-                    raise KeyboardInterrupt
                 if code:
                     return code
                 swept += 1
@@ -82,6 +80,5 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    for signum in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):  # as sweeps/paper.py: a cancelled job stops cleanly
-        signal.signal(signum, signal.default_int_handler)
+    stop_on_signals()
     sys.exit(main())
