@@ -69,6 +69,7 @@ def _shutdown() -> None:
         _REAPER.released()
     ray.shutdown()
 
+
 _STARTING = False  # ray.init is starting a local instance: the processes it forks leave the driver's session
 
 
