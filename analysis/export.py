@@ -3,10 +3,12 @@
 
 One row per FINISHED run that analysis reads (the latest of each run key, as :func:`analysis.runs.load_runs`
 keeps): ``experiment``, ``run_id``, ``start_time``, the run key and simulator-code fingerprint tags
-(``tags.schedlab.run_key``, ``tags.schedlab.code``), every param as MLflow logged it (``params.<config key>``,
+(``tags.schedlab.run_key``, ``tags.schedlab.code``), its inputs fingerprint (``tags.schedlab.inputs``; blank in
+exports of runs recorded without one), every param as MLflow logged it (``params.<config key>``,
 text; ``params.seed`` is the replication) and every metric (``metrics.<group/name>``). Rows keep the order
 analysis read them in, and a run set read back goes through :meth:`analysis.runs.RunSet.from_records` like
 one read from MLflow: the same frames, the same means to the last bit, the same bytes in every table.
+``sweeps/restore.py`` turns an export back into a store's FINISHED runs, for a sweep to resume from.
 """
 
 from __future__ import annotations
@@ -20,10 +22,11 @@ import pandas as pd
 import pyarrow
 
 from analysis import AnalysisError
-from analysis.runs import CODE_TAG, RUN_KEY_TAG, SEED_KEY, RunSet
+from analysis.runs import CODE_TAG, INPUTS_TAG, RUN_KEY_TAG, SEED_KEY, RunSet
 
 EXPERIMENT, RUN_ID, START = "experiment", "run_id", "start_time"
 TAGS = (f"tags.{RUN_KEY_TAG}", f"tags.{CODE_TAG}")
+INPUTS = f"tags.{INPUTS_TAG}"  # written since 2026-12-07; an earlier export has no such column
 REQUIRED = (EXPERIMENT, RUN_ID, START, *TAGS, f"params.{SEED_KEY}")
 DATA = ("params.", "metrics.")
 
@@ -32,10 +35,10 @@ def export_frame(runsets: Sequence[RunSet]) -> pd.DataFrame:
     """The export of ``runsets`` (one per experiment): their records, in order, with the columns above."""
     if not runsets:
         raise AnalysisError("no runs to export")
-    parts = [runs.records.reindex(columns=[START, *TAGS, *(c for c in runs.records if c.startswith(DATA))])
+    parts = [runs.records.reindex(columns=[START, *TAGS, INPUTS, *(c for c in runs.records if c.startswith(DATA))])
              .rename_axis(RUN_ID).reset_index().assign(**{EXPERIMENT: runs.experiment}) for runs in runsets]
     frame = pd.concat(parts, ignore_index=True)
-    return frame[[EXPERIMENT, RUN_ID, START, *TAGS, *sorted(c for c in frame if c.startswith(DATA))]]
+    return frame[[EXPERIMENT, RUN_ID, START, *TAGS, INPUTS, *sorted(c for c in frame if c.startswith(DATA))]]
 
 
 def write_export(runsets: Sequence[RunSet], path: Path) -> int:

@@ -30,6 +30,7 @@ RUN_KEY_TAG = "schedlab.run_key"
 SWEEP_TAG = "schedlab.sweep_id"
 ERROR_TAG = "schedlab.error"
 CODE_TAG = "schedlab.code"
+INPUTS_TAG = "schedlab.inputs"
 UNKNOWN_CODE = "unknown"  # the fingerprint of runs logged without a schedlab.code tag
 
 
