@@ -29,11 +29,12 @@ from pathlib import Path
 import pandas as pd
 
 from sweeps.identity import NO_INPUTS
-from sweeps.tracking import TAG, MlflowStore, StoreURI, locked_retry, open_store, param_value
+from sweeps.tracking import CODE_TAG, INPUTS_TAG, TAG, MlflowStore, StoreURI, locked_retry, open_store, param_value
 
-RUN_KEY, CODE, INPUTS = f"{TAG}run_key", f"{TAG}code", f"{TAG}inputs"
+RUN_KEY = f"{TAG}run_key"
+IDENTITY = (RUN_KEY, CODE_TAG, INPUTS_TAG)  # what a resumed sweep matches a FINISHED run on
 RESTORED_FROM, RESTORED_RUN = f"{TAG}restored_from", f"{TAG}restored_run"
-COLUMNS = ("experiment", "run_id", "start_time", f"tags.{RUN_KEY}", f"tags.{CODE}")
+COLUMNS = ("experiment", "run_id", "start_time", f"tags.{RUN_KEY}", f"tags.{CODE_TAG}")
 
 
 class RestoreError(Exception):
@@ -49,7 +50,7 @@ def read_export(path: Path, inputs: str | None) -> pd.DataFrame:
     missing = [c for c in COLUMNS if c not in frame]
     if missing:
         raise RestoreError(f"{path} is not a run export: no column {', '.join(missing)}")
-    column = f"tags.{INPUTS}"
+    column = f"tags.{INPUTS_TAG}"
     known = frame[column] if column in frame else pd.Series(None, index=frame.index, dtype=object)
     if known.isna().any() and inputs is None:
         raise RestoreError(f"{path}: {int(known.isna().sum())} runs without their inputs fingerprint (an export "
@@ -67,9 +68,9 @@ def restore(path: Path, uri: str, artifact_root: str | None = None, inputs: str 
         store = open_store(uri, str(experiment), artifact_root)
         finished = [r for runs in store.runs_by_key().values() for r in runs if r.info.status == "FINISHED"]
         there = {r.data.tags.get(RESTORED_RUN) for r in finished}
-        done = {tuple(r.data.tags.get(t) for t in (RUN_KEY, CODE, INPUTS)) for r in finished}
+        done = {tuple(r.data.tags.get(t) for t in IDENTITY) for r in finished}
         for _, row in rows.iterrows():
-            identity = tuple(row[f"tags.{t}"] for t in (RUN_KEY, CODE, INPUTS))
+            identity = tuple(row[f"tags.{t}"] for t in IDENTITY)
             if row["run_id"] in there or identity in done:
                 kept += 1
                 continue
