@@ -48,9 +48,12 @@ paper: $(STAMP) ## every paper_*.yaml swept (resumes; RAY_ADDRESS=… a cluster)
 
 SELECTION_STORE ?= sqlite:///$(CURDIR)/mlflow.db
 SELECTION_ARGS ?=
+# the restored experiments' artifact root: the sweeps' own (tracking.artifact_root=… in SELECTION_ARGS), if given
+SELECTION_ARTIFACTS = $(patsubst tracking.artifact_root=%,%,$(filter tracking.artifact_root=%,$(SELECTION_ARGS)))
 selection: $(STAMP) ## issue 38's declared model-selection study to its end (27–38 h serial on 2 shared cores, selection.md; resumes; SELECTION_STORE=, SELECTION_ARGS=), Results in docs/paper/selection.md
 	@if [ -f docs/paper/selection_runs.parquet ]; then \
-	  $(PY) sweeps/restore.py --runs docs/paper/selection_runs.parquet --tracking-uri $(SELECTION_STORE); fi
+	  $(PY) sweeps/restore.py --runs docs/paper/selection_runs.parquet --tracking-uri $(SELECTION_STORE) \
+	  $(if $(SELECTION_ARTIFACTS),--artifact-root $(SELECTION_ARTIFACTS)); fi
 	$(PY) sweeps/selection.py --tracking-uri $(SELECTION_STORE) $(SELECTION_ARGS)
 	$(PY) analysis/selection.py --tracking-uri $(SELECTION_STORE) --export-runs docs/paper/selection_runs.parquet
 	$(PY) analysis/selection.py --tracking-uri $(SELECTION_STORE) --runs docs/paper/selection_runs.parquet --write docs/paper/selection.md
