@@ -11,8 +11,8 @@ since 2026-12-07), params and metrics. Each row becomes a FINISHED run of its ex
 the tags ``schedlab.restored_from`` (the export's file name) and ``schedlab.restored_run`` (its run id in
 the store it was exported from); its artifacts and wall-clock end are not in an export, and are not made
 up. A resumed sweep skips a restored run as it skips any FINISHED run: same run key, code and inputs
-(``sweeps/planner.py``), so a changed simulator reruns it. A row already restored, or whose key has a FINISHED
-run of the same code and inputs in the store, is left alone: restoring twice adds nothing.
+(``sweeps/planner.py``), so a changed simulator reruns it. A row whose key has a FINISHED run of the same code and
+inputs in the store (restored or run there) is left alone: restoring twice adds nothing.
 
 An export written before the inputs fingerprint was kept has none: the restore refuses it unless
 ``--inputs DIGEST`` says what its runs read (``none``: a generated workload, which reads no file).
@@ -21,7 +21,6 @@ An export written before the inputs fingerprint was kept has none: the restore r
 from __future__ import annotations
 
 import argparse
-import math
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -67,11 +66,10 @@ def restore(path: Path, uri: str, artifact_root: str | None = None, inputs: str 
     for experiment, rows in frame.groupby("experiment", sort=False):
         store = open_store(uri, str(experiment), artifact_root)
         finished = [r for runs in store.runs_by_key().values() for r in runs if r.info.status == "FINISHED"]
-        there = {r.data.tags.get(RESTORED_RUN) for r in finished}
-        done = {tuple(r.data.tags.get(t) for t in IDENTITY) for r in finished}
+        done = {tuple(r.data.tags.get(t) for t in IDENTITY) for r in finished}  # a restored run's included
         for _, row in rows.iterrows():
             identity = tuple(row[f"tags.{t}"] for t in IDENTITY)
-            if row["run_id"] in there or identity in done:
+            if identity in done:
                 kept += 1
                 continue
             _record(store, row, path.name)
@@ -86,22 +84,18 @@ def _record(store: MlflowStore, row: pd.Series, source: str) -> None:
     from mlflow.entities import Metric, Param
 
     start = int(pd.Timestamp(row["start_time"]).timestamp() * 1000)
-    tags = {k.removeprefix("tags."): str(v) for k, v in row.items() if k.startswith("tags.") and not _absent(v)}
+    tags = {k.removeprefix("tags."): str(v) for k, v in row.items() if k.startswith("tags.") and not pd.isna(v)}
     tags |= {RESTORED_FROM: source, RESTORED_RUN: str(row["run_id"])}
     created = locked_retry(store.client.create_run, store.experiment_id, start_time=start, tags=tags,
                            run_name=f"restored {row['run_id']}")
     run_id = created.info.run_id
     params = [Param(k.removeprefix("params."), param_value(v)) for k, v in row.items()
-              if k.startswith("params.") and not _absent(v)]
+              if k.startswith("params.") and not pd.isna(v)]
     metrics = [Metric(k.removeprefix("metrics."), float(v), start, 0) for k, v in row.items()
-               if k.startswith("metrics.") and not _absent(v)]
+               if k.startswith("metrics.") and not pd.isna(v)]
     for i in range(0, max(len(params), len(metrics), 1), 100):  # MLflow takes at most 100 params per batch
         locked_retry(store.client.log_batch, run_id, metrics=metrics[i:i + 100], params=params[i:i + 100])
     locked_retry(store.client.set_terminated, run_id, status="FINISHED")
-
-
-def _absent(value: object) -> bool:
-    return value is None or (isinstance(value, float) and math.isnan(value))
 
 
 def main(argv: list[str] | None = None) -> int:

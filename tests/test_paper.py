@@ -88,13 +88,18 @@ def build_paper(root: Path) -> None:
             writer = csv.writer(f)
             writer.writerow(["row", "config", "metric", "mean", "halfwidth", "source"])
             writer.writerows([*rec, "test"] for rec in PUBLISHED[tid])
-    proc = subprocess.run(
-        [sys.executable, str(REPO / "sweeps" / "paper.py"), "--conf-dir", str(root / "conf" / "experiment"),
-         "hydra/launcher=serial", f"hydra.searchpath=[file://{root / 'conf'}]"],
-        cwd=root, env=ENV, capture_output=True, text=True, timeout=240)
+    proc = sweep_tables(root, root)
     assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-3000:]
     assert "already recorded" in proc.stdout  # λ = 1/180, m = 50 is both tables' default point
     assert report(root, root / "out") == 0
+
+
+def sweep_tables(root: Path, cwd: Path, *overrides: str) -> subprocess.CompletedProcess:
+    """``sweeps/paper.py`` over the test tables in ``root``, run in ``cwd`` (its default store), serially."""
+    return subprocess.run(
+        [sys.executable, str(REPO / "sweeps" / "paper.py"), "--conf-dir", str(root / "conf" / "experiment"),
+         "hydra/launcher=serial", f"hydra.searchpath=[file://{root / 'conf'}]", *overrides],
+        cwd=cwd, env=ENV, capture_output=True, text=True, timeout=240)
 
 
 def report(root: Path, out: Path, store: Path | None = None) -> int:

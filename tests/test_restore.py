@@ -5,7 +5,6 @@ restore is one line."""
 from __future__ import annotations
 
 import subprocess
-import sys
 from pathlib import Path
 
 import pandas as pd
@@ -13,9 +12,7 @@ import pytest
 
 from analysis.export import INPUTS, TAGS
 from sweeps.restore import RESTORED_FROM, main, restore
-from tests.conftest import REPO
-from tests.test_paper import EXPERIMENT, build, paper  # noqa: F401 (the fixture)
-from tests.test_sweeper import ENV
+from tests.test_paper import build, paper, sweep_tables  # noqa: F401 (the fixture)
 
 
 @pytest.fixture
@@ -28,10 +25,7 @@ def export(paper: Path, tmp_path: Path) -> Path:  # noqa: F811
 
 def resume(paper: Path, store: Path) -> subprocess.CompletedProcess:  # noqa: F811
     """make paper's sweeps of the test tables again, into ``store``."""
-    return subprocess.run(
-        [sys.executable, str(REPO / "sweeps" / "paper.py"), "--conf-dir", str(paper / "conf" / "experiment"),
-         "hydra/launcher=serial", f"hydra.searchpath=[file://{paper / 'conf'}]", f"tracking.uri=sqlite:///{store}"],
-        cwd=store.parent, env=ENV, capture_output=True, text=True, timeout=240)
+    return sweep_tables(paper, store.parent, f"tracking.uri=sqlite:///{store}")
 
 
 def test_a_restored_store_reads_back_as_its_export_and_a_sweep_resumes_from_it(paper: Path, export: Path,  # noqa: F811
