@@ -167,7 +167,8 @@ def loss(ours_p: np.ndarray, paper_p: np.ndarray, ours_t: np.ndarray, paper_t: n
 
 
 def fit(study: Study, runs: pd.DataFrame, paper: pd.DataFrame) -> pd.DataFrame:
-    """Fit-point means and J per reading and size; ``best`` marks each reading's size* (ties: smaller)."""
+    """Fit-point means and J per reading and size; ``best`` marks each reading's size* (ties: smaller), ``edge`` a
+    size* at the smallest or largest size § 3 searches for it: the lowest J may lie beyond, where it does not search."""
     at = runs[(runs["point"] == study.point(**study.fit)) & (runs["lax"] == "pd")]
     ref = paper[(paper["point"] == study.point(**study.fit)) & (paper["lax"] == "pd")].set_index("metric")["paper"]
     table = at.groupby(["reading", "size"]).agg(seeds=("seed", "nunique"), P=(P, "mean"), T=(T, "mean"),
@@ -175,12 +176,14 @@ def fit(study: Study, runs: pd.DataFrame, paper: pd.DataFrame) -> pd.DataFrame:
     t95 = student_t.ppf(0.975, np.maximum(table["seeds"] - 1, 1)) / np.sqrt(table["seeds"])
     table["P_hw"], table["T_hw"] = table.pop("P_sd") * t95, table.pop("T_sd") * t95  # NaN with one seed
     table["J"] = loss(table["P"].to_numpy()[:, None], ref[P], table["T"].to_numpy()[:, None], ref[T])
-    table["best"] = False
+    table["best"] = table["edge"] = False
     for _, mine in table.groupby("reading"):
         coarse = mine[mine["size"].isin(study.grid)]
         if len(coarse):  # size* is a size the protocol searches: the coarse grid and its refinement, no other
             searched = {*study.grid, *study.refinement(float(coarse.sort_values(["J", "size"])["size"].iloc[0]))}
-            table.loc[mine[mine["size"].isin(searched)].sort_values(["J", "size"]).index[0], "best"] = True
+            star = mine[mine["size"].isin(searched)].sort_values(["J", "size"]).index[0]
+            table.loc[star, "best"] = True
+            table.loc[star, "edge"] = table.loc[star, "size"] in (min(searched), max(searched))
     return table
 
 
@@ -324,8 +327,12 @@ def report(tracking_uri: str, conf_dir: Path, published_dir: Path, pool_code: bo
                   "| reading (trigger/multi_parent/late_rule) | size | seeds | P (%) ± 95 % CI | T (s) ± 95 % CI "
                   "| J_fit | size* |", "|---|---:|---:|---:|---:|---:|---|"]
         lines += [f"| {r.reading} | {r.size:g} | {r.seeds} | {format_pm(100 * r.P, 100 * r.P_hw, r.seeds)} | "
-                  f"{format_pm(r.T, r.T_hw, r.seeds)} | {r.J:.2f} | {'◀' if r.best else ''} |"
+                  f"{format_pm(r.T, r.T_hw, r.seeds)} | {r.J:.2f} | {'◀ edge' if r.edge else '◀' if r.best else ''} |"
                   for r in table.itertuples()]
+        if table["edge"].any():
+            lines += ["", "◀ edge: size* is the smallest or largest size § 3 searches, for "
+                      f"{', '.join(table.loc[table['edge'], 'reading'])}. The fit-point J may be lower beyond it, "
+                      "where the protocol does not search: that size* bounds the fit rather than locating it."]
         lines += ["", "Held-out (§ 4) at each reading's size*:", "",
                   "| reading | size* | held-out values run on every seed | median e_P | median e_T | J_held "
                   "| 95 % interval |",

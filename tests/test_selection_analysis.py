@@ -84,6 +84,19 @@ def test_a_size_the_protocol_does_not_search_is_never_size_star() -> None:
     assert table.index[table["best"]].tolist() == [("a", 52.0)]  # 53.25 refines 53, which is not run: not searched
 
 
+def test_a_size_star_at_the_end_of_the_searched_sizes_is_marked_edge() -> None:
+    """A loss still falling at the smallest size § 3 searches (49, the refinement below the coarse 50) gives a
+    size* that bounds the fit; an interior minimum does not, nor does a coarse best whose refinement is unrun."""
+    paper = published(LIGO, CONF, PUBLISHED)
+    at = LIGO.point(**LIGO.fit)
+    falling = [("a", s, at, "pd", 0, 0.0103, 2005.0 + 20 * (s - 48)) for s in (*LIGO.grid, *LIGO.refinement(50.0))]
+    inside = [("b", s, at, "pd", 0, 0.0103, 2010.0 + 10 * abs(s - 53)) for s in (*LIGO.grid, *LIGO.refinement(53.0))]
+    pending = [("c", s, at, "pd", 0, 0.0103, 2005.0 + 20 * (s - 48)) for s in LIGO.grid]
+    table = fit(LIGO, runs([*falling, *inside, *pending]), paper).set_index(["reading", "size"])
+    assert table.index[table["best"]].tolist() == [("a", 49.0), ("b", 53.0), ("c", 50.0)]
+    assert table.index[table["edge"]].tolist() == [("a", 49.0)]
+
+
 def test_deadline_readings_reuse_pd_runs_for_ed_cells() -> None:
     paper = published(LIGO, CONF, PUBLISHED)
     frame = runs([("deadline/align/forced", 50, LIGO.point(), "pd", 0, 0.001, 1400.0)])
