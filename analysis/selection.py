@@ -178,13 +178,18 @@ def fit(study: Study, runs: pd.DataFrame, paper: pd.DataFrame) -> pd.DataFrame:
     table["J"] = loss(table["P"].to_numpy()[:, None], ref[P], table["T"].to_numpy()[:, None], ref[T])
     table["best"] = table["edge"] = False
     for _, mine in table.groupby("reading"):
-        coarse = mine[mine["size"].isin(study.grid)]
-        if len(coarse):  # size* is a size the protocol searches: the coarse grid and its refinement, no other
-            searched = {*study.grid, *study.refinement(float(coarse.sort_values(["J", "size"])["size"].iloc[0]))}
+        if mine["size"].isin(study.grid).any():  # size* is a size the protocol searches: the grid and its refinement
+            searched = {*study.grid, *study.refinement(best_coarse(study, mine))}
             star = mine[mine["size"].isin(searched)].sort_values(["J", "size"]).index[0]
             table.loc[star, "best"] = True
             table.loc[star, "edge"] = table.loc[star, "size"] in (min(searched), max(searched))
     return table
+
+
+def best_coarse(study: Study, mine: pd.DataFrame) -> float:
+    """The coarse-grid size of lowest fit-point J among one reading's rows of :func:`fit` (ties: the smaller),
+    which the refinement is centred on (§ 3)."""
+    return float(mine[mine["size"].isin(study.grid)].sort_values(["J", "size"])["size"].iloc[0])
 
 
 def held_out_cells(study: Study, runs: pd.DataFrame, paper: pd.DataFrame, reading: str, size: float,
@@ -376,8 +381,7 @@ def next_runs(study: Study, fitted: pd.DataFrame, reading: str, held_out_done: b
     coarse = [s for s in study.grid if s not in full]
     if coarse:
         return commands(study, reading, ",".join(f"{s:g}" for s in coarse), tracking_uri, fit=True)
-    best = float(mine[mine["size"].isin(study.grid)].sort_values(["J", "size"])["size"].iloc[0])
-    missing = [s for s in study.refinement(best) if s not in full]
+    missing = [s for s in study.refinement(best_coarse(study, mine)) if s not in full]
     if missing:
         return commands(study, reading, ",".join(f"{s:g}" for s in missing), tracking_uri, fit=True)
     size = float(mine.loc[mine["best"], "size"].iloc[0])
