@@ -51,6 +51,8 @@ RESULTS = "## Results\n"
 CANDIDATES = (*(f"subdeadline/{m}/{late}" for m in ("align", "latest_start", "none") for late in ("forced", "planned")),
               "deadline/align/forced", "deadline/align/planned")
 REPLICATIONS = 10  # seeds 0–9 (§ 3, § 4)
+#: the readings conf/ defaulted to when the protocol was declared (e3bcbca): § 5's tie-break keeps them
+DECLARED_DEFAULTS = ("subdeadline", "align", "forced")
 #: :func:`runs_frame`'s columns
 RUN_COLUMNS = ["reading", "size", "point", "lax", "seed", P, T, "code"]
 SWEEP = "nice -n 19 python sweeps/run.py -m"  # how the Results show a sweep still to make
@@ -434,7 +436,25 @@ def decision(held: dict[str, dict[str, HeldOut]], seeds: list[int]) -> list[str]
               f"those: {', '.join(chosen)}" + ("." if len(chosen) == 1 else
                                                " — a tie the evidence does not break; the tied factors keep their "
                                                "current defaults (§ 5).")]
+    if final:
+        pick = tie_break(chosen)
+        sizes = ", ".join(f"{s.name} workload.size = {complete[pick][i].size:g}" for i, s in enumerate(STUDIES))
+        lines += ["", f"**Chosen: {pick}**, at {sizes} (its size*, § 5): the defaults of the tables "
+                  "(`conf/policy/rmdcwf.yaml`, `conf/workload/<workload>.yaml`)."]
     return lines
+
+
+def tie_break(tied: list[str]) -> str:
+    """The reading § 5 keeps among ``tied``: a factor they differ in keeps its default when the protocol was
+    declared (:data:`DECLARED_DEFAULTS`), factors in the order trigger, multi_parent, late_rule.
+
+    >>> tie_break(["deadline/align/planned", "deadline/align/forced"])
+    'deadline/align/forced'
+    >>> tie_break(["subdeadline/none/planned", "deadline/align/planned"])
+    'subdeadline/none/planned'
+    """
+    return min(tied, key=lambda r: [level != default
+                                    for level, default in zip(r.split("/"), DECLARED_DEFAULTS, strict=True)])
 
 
 def _num(value: float, digits: int) -> str:

@@ -279,8 +279,28 @@ def test_only_every_candidate_on_ten_seeds_makes_the_decision() -> None:
                ((s, parts[s.name]) for s in STUDIES)} for r, parts in every.items()}
     text = "\n".join(decision(ten, list(range(10))))
     assert text.startswith("### Decision (§ 5)") and "Lowest combined J: subdeadline/align/forced" in text
+    assert "**Chosen: subdeadline/none/forced**, at ligo workload.size = 50, genome workload.size = 50" in text
     partial = dict(list(ten.items())[:-1])
     assert "missing: deadline/align/planned" in "\n".join(decision(partial, list(range(10))))
+    assert "Chosen" not in "\n".join(decision(partial, list(range(10))))  # a provisional ranking chooses nothing
+
+
+def test_a_tie_keeps_the_declared_default_of_the_tied_factor_and_names_the_chosen_sizes() -> None:
+    """§ 5: two readings with identical runs (the late rule under the deadline trigger) tie; the late rule keeps
+    its default at the protocol's declaration (forced), and the chosen reading's size* is each workload's scale."""
+    from analysis.selection import CANDIDATES
+
+    def result(bias: float, sizes: tuple[float, float]) -> dict[str, HeldOut]:
+        return {s.name: HeldOut(size, h.cells, np.tile(h.grid, (1, 3))[:, :10])
+                for s, size in zip(STUDIES, sizes, strict=True) for h in [perfect(s, 0.02, bias=bias)]}
+
+    every = {r: result(0.3, (49.0, 63.0)) for r in CANDIDATES}
+    tied = result(0.0, (56.25, 80.0))
+    every["deadline/align/forced"] = every["deadline/align/planned"] = tied
+    text = "\n".join(decision(every, list(range(10))))
+    assert "Fewest invented rules among those: deadline/align/planned, deadline/align/forced — a tie" in text \
+        or "Fewest invented rules among those: deadline/align/forced, deadline/align/planned — a tie" in text
+    assert "**Chosen: deadline/align/forced**, at ligo workload.size = 56.25, genome workload.size = 80" in text
 
 
 def test_the_papers_pd_ed_pattern_is_counted() -> None:
