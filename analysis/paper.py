@@ -35,7 +35,6 @@ from pathlib import Path
 import pandas as pd
 
 from analysis import AnalysisError
-from analysis.calibration import write_calibration
 from analysis.claims import claims_markdown, evaluate, overall
 from analysis.export import RunExport, write_export
 from analysis.formatting import caption, format_pm, significant, to_latex, to_markdown
@@ -310,11 +309,8 @@ def write(results: list[TableResult], out: Path, figures: bool = True) -> list[P
     claims.to_csv(out / "claims.csv", index=False)
     quotes = {(r.table.id, c.text): c.quote for r in results for c in r.table.claims if c.quote}
     (out / "claims.md").write_text(claims_markdown(claims, quotes) + "\n")
-    calibrated = write_calibration(results, out)
-    if calibrated is not None:
-        index.append(f"- [Calibration (ours): held-out published values at n = 50 vs the fitted n]({calibrated.name})")
     (out / "tables.md").write_text("\n".join(index) + "\n")
-    return [*written, *([calibrated] if calibrated else []), out / "claims.md", out / "tables.md"]
+    return [*written, out / "claims.md", out / "tables.md"]
 
 
 def export_runs(tables: list[PaperTable], tracking_uris: list[str], export: RunExport | None, path: Path) -> str:

@@ -1,5 +1,5 @@
 """A paper table's numbers (:class:`TableResult`) and how they read: what :mod:`analysis.paper` computes
-and :mod:`analysis.paper_figures` and :mod:`analysis.calibration` show (one module, no import cycle)."""
+and :mod:`analysis.paper_figures` show (one module, no import cycle)."""
 
 from __future__ import annotations
 
@@ -55,12 +55,9 @@ class TableResult:
 
     @property
     def configs(self) -> list[str]:
-        """The table's columns: the published configurations, then ours. A calibration variant shows
-        only the configurations it ran (once it ran any): it was fitted and compared under those, and
-        the others' published values belong to the table it calibrates."""
+        """The table's columns: the published configurations, then ours."""
         ours = sorted(self.summary[COLUMN].unique()) if len(self.summary) else []
-        every = list(dict.fromkeys([*self.table.published["config"], *ours]))
-        return [c for c in every if c in ours] if self.table.calibrates and ours else every
+        return list(dict.fromkeys([*self.table.published["config"], *ours]))
 
 
 def tidy(result: TableResult) -> pd.DataFrame:

@@ -9,8 +9,6 @@ The ``paper:`` block (``paper`` is in ``sweep.non_semantic``: never part of a ru
       rows: workload.arrival_rate         # the varied factor (a config key; null: one row)
       configs: [policy.laxity_distribution, policy.tsp]   # column label: their values joined with "/"
       metrics: [late/proportion, turnaround/mean, overhead/mean_s]
-      calibrates: {table: ligo_lambda, fit_row: 0.00666…}  # optional: a calibration variant of another
-                                          # table (its published values; fit_row: the row fitted on, not held out)
       layout: long                        # optional: a line per configuration (many factors); default wide
       reading: [policy.multi_parent, workload.n]   # optional: the caption names these keys' values (the
                                           # seed's open readings and the workload scale the table ran)
@@ -108,10 +106,6 @@ class PaperTable:
     claims: list[Claim]
     source: Path
     published: pd.DataFrame
-    #: the table this one is a calibration variant of (its published values are this table's), else ""
-    calibrates: str = ""
-    #: the row of ``calibrates`` the size was fitted on (not a held-out value), if any
-    fit_row: Any = None
     #: ``wide``: the paper's shape (a column per metric and configuration); ``long``: a line per configuration
     layout: str = "wide"
     #: config keys whose values the caption names (the open readings and the scale), unless a factor shows them
@@ -161,19 +155,12 @@ def read_table(path: Path, published_dir: Path) -> PaperTable:
         raise AnalysisError(f"{path}: experiment_name is missing (the MLflow experiment of the table's runs)")
     claims = [_claim(c, f"{where}claims[{i}]", block["metrics"]) for i, c in enumerate(block.get("claims") or [])]
     table = str(block["table"])
-    calibrates = block.get("calibrates") or {}
-    if not isinstance(calibrates, dict) or set(calibrates) - {"table", "fit_row"} or (
-            calibrates and not calibrates.get("table")):
-        raise AnalysisError(f"{where}calibrates: expected {{table: <id>, fit_row: <level>}} (fit_row optional), "
-                            f"got {calibrates!r}")
-    of = str(calibrates.get("table", ""))
     layout = block.get("layout", "wide")
     if layout not in LAYOUTS:
         raise AnalysisError(f"{where}layout: expected one of {', '.join(LAYOUTS)}, got {layout!r}")
-    published = read_published(published_dir / f"{of or table}.csv", block["metrics"])
+    published = read_published(published_dir / f"{table}.csv", block["metrics"])
     paper = PaperTable(table, str(block["title"]), experiment, block["rows"], list(block["configs"]),
-                       list(block["metrics"]), claims, path, published, of, calibrates.get("fit_row"), layout,
-                       block.get("reading") or [])
+                       list(block["metrics"]), claims, path, published, layout, block.get("reading") or [])
     for i, claim in enumerate(claims):
         unknown = sorted({*claim.a, *claim.b, *claim.where} - set(paper.factors))
         if unknown:  # it would match no run, and the claim would read "inconclusive" for a typo

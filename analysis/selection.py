@@ -44,8 +44,8 @@ READING = ("policy.remap_trigger", "policy.multi_parent", "policy.late_rule")
 POINT = ("workload.arrival_rate", "workload.s_max", "workload.em_max", "cluster.m")
 #: invented rules per level (selection.md § 1); levels not listed add none
 INVENTED = {"align": 2, "latest_start": 1}
-#: the published columns that are the paper's own configurations (its values repeat under our trigger option)
-PAPER_CONFIGS = {"pd/tsp1/subdeadline": "pd", "ed/tsp1/subdeadline": "ed"}
+#: the published columns: the paper's own configurations, PD-SL-TSP1 and ED-SL-TSP1
+PAPER_CONFIGS = {"pd/tsp1": "pd", "ed/tsp1": "ed"}
 RESULTS = "## Results\n"
 #: the protocol's candidates (§ 1; deadline readings run with multi_parent=align, which acts on nothing there)
 CANDIDATES = (*(f"subdeadline/{m}/{late}" for m in ("align", "latest_start", "none") for late in ("forced", "planned")),

@@ -81,7 +81,7 @@ def test_every_rmdcwf_table_names_the_readings_and_scale_it_ran() -> None:
     export = pd.read_parquet(COMMITTED)
     tables = [read_table(p, PUBLISHED) for p in sorted(CONF.glob("paper_*.yaml"))
               if "override /policy: rmdcwf" in p.read_text()]
-    assert len(tables) >= 26
+    assert len(tables) >= 18
     for table in tables:
         assert open_rules <= {*table.reading, *table.factors}, table.id
         caption = (REPO / "docs" / "paper" / f"{table.id}.md").read_text().rstrip().splitlines()[-1]
@@ -90,8 +90,8 @@ def test_every_rmdcwf_table_names_the_readings_and_scale_it_ran() -> None:
         shown = dict(pair.split("=") for pair in named.group(1).split(", "))
         assert set(shown) == set(table.reading) - set(table.factors), table.id
         runs = export[export["experiment"] == table.experiment]
-        for key, value in shown.items():  # what the runs had, not what conf/ says today
-            assert value in {level_text(v) for v in runs[f"params.{key}"].dropna()}, (table.id, key)
+        for key, value in shown.items():  # what the runs had (a|b: several workloads'), not what conf/ says today
+            assert set(value.split("|")) <= {level_text(v) for v in runs[f"params.{key}"].dropna()}, (table.id, key)
 
 
 def test_a_reading_key_the_runs_lack_is_one_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
