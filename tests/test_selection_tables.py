@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
+from omegaconf import OmegaConf
 
 from analysis import AnalysisError
 from analysis.paper import main
@@ -59,7 +60,7 @@ def test_a_table_of_many_factors_reads_as_lines(tmp_path: Path) -> None:
 def test_published_values_get_their_own_column_blank_where_none(tmp_path: Path) -> None:
     lines = long_table(tmp_path, "ligo_lambda")
     header = cells(lines[2])
-    assert header == ["workload.arrival_rate", "policy.laxity_distribution", "policy.tsp", "policy.remap_trigger",
+    assert header == ["workload.arrival_rate", "policy.laxity_distribution", "policy.tsp",
                       "P (%): ours", "P (%): paper", "T (s): ours", "T (s): paper", "O (s): ours", "O (s): paper"]
     first = dict(zip(header, cells(lines[4]), strict=True))
     assert first["workload.arrival_rate"] == "1/265" and first["P (%): paper"] == "0.02 ± 0.01"
@@ -104,3 +105,17 @@ def test_a_reading_key_the_runs_lack_is_one_line(tmp_path: Path, capsys: pytest.
                  "--conf-dir", str(conf), "--published", str(PUBLISHED)]) == 2
     err = capsys.readouterr().err
     assert "paper.reading: policy.multi_parents is not a config key of the runs" in err and err.count("\n") == 1
+
+
+def test_the_tables_defaults_are_the_reading_and_scale_the_study_chose() -> None:
+    """Issue 38 item 2: conf/'s defaults of the seed's open readings and of each workload's scale are what
+    selection.md's § 5 decision chose (its "Chosen:" line, computed from the committed runs)."""
+    text = (REPO / "docs" / "paper" / "selection.md").read_text()
+    chosen = re.search(r"\*\*Chosen: (\w+)/(\w+)/(\w+)\*\*, at ligo workload\.size = ([\d.]+), "
+                       r"genome workload\.size = ([\d.]+)", text)
+    assert chosen, "selection.md has no § 5 decision"
+    trigger, multi_parent, late_rule, ligo, genome = chosen.groups()
+    policy = OmegaConf.load(REPO / "conf" / "policy" / "rmdcwf.yaml")
+    assert (policy.remap_trigger, policy.multi_parent, policy.late_rule) == (trigger, multi_parent, late_rule)
+    for workload, size in (("ligo", ligo), ("genome", genome)):
+        assert OmegaConf.load(REPO / "conf" / "workload" / f"{workload}.yaml").size == float(size), workload
