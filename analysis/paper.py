@@ -191,9 +191,7 @@ def analyse_table(table: PaperTable, tracking_uris: list[str], pool_code: bool =
     notes += code_notes(runs, design, rows, ["config"], pool_code)
     codes = sorted(set(runs.code_fingerprints().loc[design.index]))
     summary = aggregate(design, rows, ["config"], table.metrics)
-    used = runs.params.loc[design.index]
-    held = {key: level_key(used[key].iloc[0]) for key in used.columns if used[key].map(level_key).nunique() == 1}
-    return TableResult(table, design, summary, evaluate(table, design), codes, notes, held)
+    return TableResult(table, design, summary, evaluate(table, design), codes, notes)
 
 
 def _lookup(result: TableResult) -> tuple[dict[str, str], dict[tuple, pd.Series], dict[tuple, pd.Series]]:

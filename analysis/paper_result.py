@@ -46,8 +46,6 @@ class TableResult:
     claims: pd.DataFrame
     codes: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
-    #: the config keys every run of the table shares, with their level (e.g. ``workload.n`` → ``"50"``)
-    held: dict[str, str] = field(default_factory=dict)
 
     @property
     def rows(self) -> list[str]:
