@@ -13,7 +13,8 @@ For each ``paper_<id>.yaml`` (its ``paper:`` block, see :mod:`analysis.paper_spe
 runs of its ``experiment_name``, keeps the ones that belong to the table (below), and writes
 ``<out>/<id>.md``, ``<id>.tex`` and ``<id>.csv`` — rows = the varied factor, columns = each metric
 per configuration, every cell ``ours (n) · paper`` — ``<out>/figures/<id>.png`` and, over all
-tables, ``<out>/claims.{md,csv}`` (:mod:`analysis.claims`) and ``<out>/tables.md`` (an index).
+tables, ``<out>/claims.{md,csv}`` (:mod:`analysis.claims`) and ``<out>/tables.md`` (an index, then
+how close each table comes to the published values, :mod:`analysis.agreement`).
 Means and CIs come from :func:`analysis.stats.aggregate`; nothing here re-runs a simulation. The runs
 come from MLflow or from a run export (:mod:`analysis.export`), through the same
 :meth:`analysis.runs.RunSet.from_records`: the same tables, byte for byte.
@@ -35,6 +36,7 @@ from pathlib import Path
 import pandas as pd
 
 from analysis import AnalysisError
+from analysis.agreement import agreement_markdown
 from analysis.claims import claims_markdown, evaluate, overall
 from analysis.export import RunExport, write_export
 from analysis.formatting import caption, format_pm, significant, to_latex, to_markdown
@@ -307,7 +309,8 @@ def write(results: list[TableResult], out: Path, figures: bool = True) -> list[P
     claims.to_csv(out / "claims.csv", index=False)
     quotes = {(r.table.id, c.text): c.quote for r in results for c in r.table.claims if c.quote}
     (out / "claims.md").write_text(claims_markdown(claims, quotes) + "\n")
-    (out / "tables.md").write_text("\n".join(index) + "\n")
+    section = agreement_markdown(results)
+    (out / "tables.md").write_text("\n".join(index) + "\n" + (f"\n{section}" if section else ""))
     return [*written, out / "claims.md", out / "tables.md"]
 
 

@@ -140,6 +140,26 @@ def test_every_published_value_sits_beside_ours(paper: Path) -> None:
         assert unpublished == 2 * 6 - len(published)
 
 
+def test_the_index_says_how_close_each_table_comes_to_the_published_values(paper: Path) -> None:
+    """tables.md's agreement: per table and pooled over the tables of one experiment, the published P and T
+    cells, the median |ours − paper| / paper and the published values inside our CI, from the tables' CSVs."""
+    header, body = markdown_table(paper / "out" / "tables.md")
+    assert header == ["table", *(f"{m}: {c}" for m in "PT" for c in ("published cells", "median error",
+                                                                     "inside our CI"))]
+    csvs = {tid: pd.read_csv(paper / "out" / f"{tid}.csv") for tid in TABLES}
+    expected = {**csvs, "**t_lambda + t_m**": pd.concat(csvs.values())}
+    assert [r[0] for r in body] == list(expected)
+    for line in body:
+        frame = expected[line[0]]
+        for k, metric in enumerate(("late/proportion", "turnaround/mean")):
+            cells = frame[(frame["metric"] == metric) & frame["paper_mean"].notna()]
+            error = ((cells["mean"] - cells["paper_mean"]).abs() / cells["paper_mean"]).median()
+            inside = ((cells["mean"] - cells["paper_mean"]).abs() <= cells["half_width"]).sum()
+            assert line[1 + 3 * k: 4 + 3 * k] == [str(len(cells)), "—" if len(cells) == 0 else f"{error:.3f}",
+                                                  f"{inside} of {len(cells)}"], line
+    assert [r[1] for r in body] == ["1", "0", "1"] and [r[4] for r in body] == ["1", "1", "2"]  # PUBLISHED's P, T
+
+
 def test_claims_come_from_the_runs(paper: Path, tmp_path: Path) -> None:
     verdicts = overall(pd.read_csv(paper / "out" / "claims.csv")).set_index(["table", "claim"])["verdict"]
     assert verdicts[("t_m", "T below 10^6 s")] == SUPPORTED
