@@ -58,12 +58,15 @@ def compared(results: list[TableResult]) -> dict[str, pd.DataFrame]:
     return lines
 
 
-def _line(label: str, frame: pd.DataFrame) -> list[str]:
+def table_line(label: str, frame: pd.DataFrame) -> list[str]:
+    """One line of the section: published cells (how many ran, when not all), median error, inside our CI; P, then T."""
     out = [label]
     for metric in METRICS.values():
-        a = Agreement.of(frame[frame["metric"] == metric])
+        lines = frame[frame["metric"] == metric]
+        a = Agreement.of(lines)
+        run = f" ({a.cells} run)" if a.cells < len(lines) else ""  # a table not fully run says so
         zero = f" ({a.zero} of them 0)" if a.zero else ""
-        out += [f"{a.cells}{zero}", "—" if np.isnan(a.error) else f"{a.error:.3f}", f"{a.inside} of {a.cells}"]
+        out += [f"{len(lines)}{run}{zero}", "—" if np.isnan(a.error) else f"{a.error:.3f}", f"{a.inside} of {a.cells}"]
     return out
 
 
@@ -73,12 +76,12 @@ def agreement_markdown(results: list[TableResult]) -> str:
     lines = compared(results)
     if not lines:
         return ""
-    rows = [_line(tid, frame) for tid, frame in lines.items()]
+    rows = [table_line(tid, frame) for tid, frame in lines.items()]
     by_experiment: dict[str, list[str]] = {}
     for result in results:
         if result.table.id in lines:
             by_experiment.setdefault(result.table.experiment, []).append(result.table.id)
-    rows += [_line(f"**{' + '.join(ids)}**", pd.concat([lines[t] for t in ids]))
+    rows += [table_line(f"**{' + '.join(ids)}**", pd.concat([lines[t] for t in ids]))
              for ids in by_experiment.values() if len(ids) > 1]
     columns = pd.MultiIndex.from_tuples([(letter, what) for letter in METRICS for what in
                                          ("published cells", "median error", "inside our CI")])

@@ -21,6 +21,7 @@ from mlflow import MlflowClient
 from omegaconf import OmegaConf
 
 from analysis import AnalysisError
+from analysis.agreement import table_line
 from analysis.claims import NOT_SUPPORTED, SUPPORTED, overall
 from analysis.export import REQUIRED, TAGS, RunExport
 from analysis.paper import main, paper_text, read_runs
@@ -158,6 +159,13 @@ def test_the_index_says_how_close_each_table_comes_to_the_published_values(paper
             assert line[1 + 3 * k: 4 + 3 * k] == [str(len(cells)), "—" if len(cells) == 0 else f"{error:.3f}",
                                                   f"{inside} of {len(cells)}"], line
     assert [r[1] for r in body] == ["1", "0", "1"] and [r[4] for r in body] == ["1", "1", "2"]  # PUBLISHED's P, T
+
+
+def test_a_table_not_fully_run_says_how_many_of_its_published_cells_ran() -> None:
+    nan = float("nan")
+    frame = pd.DataFrame({"metric": ["late/proportion"] * 2 + ["turnaround/mean"], "mean": [0.02, nan, 100.0],
+                          "half_width": [0.005, nan, 5.0], "n": [10, nan, 10], "paper_mean": [0.01, 0.01, 110.0]})
+    assert table_line("t", frame) == ["t", "2 (1 run)", "1.000", "0 of 1", "1", "0.091", "0 of 1"]
 
 
 def test_claims_come_from_the_runs(paper: Path, tmp_path: Path) -> None:
