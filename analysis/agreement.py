@@ -42,9 +42,10 @@ class Agreement:
         """
         both = frame[(frame["n"] > 0) & frame["mean"].notna() & frame["paper_mean"].notna()]
         gap = (both["mean"] - both["paper_mean"]).abs()
-        relative = gap[both["paper_mean"] != 0] / both["paper_mean"][both["paper_mean"] != 0].abs()
+        nonzero = both["paper_mean"] != 0
+        relative = gap[nonzero] / both["paper_mean"][nonzero].abs()
         return cls(cells=len(both), error=float(np.median(relative)) if len(relative) else float("nan"),
-                   inside=int((gap <= both["half_width"]).sum()), zero=int((both["paper_mean"] == 0).sum()))
+                   inside=int((gap <= both["half_width"]).sum()), zero=int((~nonzero).sum()))
 
 
 def compared(results: list[TableResult]) -> dict[str, pd.DataFrame]:
