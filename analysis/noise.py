@@ -58,7 +58,7 @@ def _cell(frame: pd.DataFrame, config: list[str]) -> pd.Series:
 def noise(a: pd.DataFrame, b: pd.DataFrame, metric: str) -> Noise:
     """The noise of ``metric`` between exports ``a`` and ``b`` (frames as :class:`RunExport` reads them)."""
     column = f"metrics.{metric}"
-    both = a.merge(b[[KEY, column, *(c for c in SIMULATED if c in b)]], on=KEY, suffixes=("", " (b)"))
+    both = a.merge(b[[KEY, *dict.fromkeys([column, *(c for c in SIMULATED if c in b)])]], on=KEY, suffixes=("", " (b)"))
     for sim in SIMULATED:
         if sim in both and f"{sim} (b)" in both:
             differ = both[both[sim].ne(both[f"{sim} (b)"]) & both[sim].notna()]

@@ -33,6 +33,13 @@ def test_the_noise_is_how_far_a_cell_mean_moves_between_two_makings() -> None:
     assert found.relative_median == pytest.approx(np.median([1.0 / 2.0, 0.5 / 10.0]))
 
 
+def test_a_simulated_metric_has_no_noise() -> None:
+    """P is the same in every making of a run: asked for it, the tool says 0, not a traceback."""
+    a = export({("x", 0): 1.0, ("x", 1): 2.0})
+    found = noise(a, export({("x", 0): 1.5, ("x", 1): 2.0}), "late/proportion")
+    assert (found.cells, found.median, found.p95) == (1, 0.0, 0.0)
+
+
 def test_runs_whose_simulated_metrics_differ_are_not_the_same_run() -> None:
     a, b = export({("x", 0): 1.0}), export({("x", 0): 1.0}, p=0.02)
     with pytest.raises(AnalysisError, match=r"run key x/0: metrics.late/proportion differs between the exports"):
